@@ -1,0 +1,2 @@
+"""Placeholder: the REST API owner replaces this."""
+urlpatterns = []

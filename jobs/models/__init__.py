@@ -1,0 +1,5 @@
+from jobs.models.api_keys import ApiKey
+from jobs.models.incidents import Artifact, Diagnosis, Incident
+from jobs.models.teams import Membership, Team
+
+__all__ = ["ApiKey", "Artifact", "Diagnosis", "Incident", "Membership", "Team"]

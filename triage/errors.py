@@ -1,0 +1,10 @@
+"""Errors the engine raises for inputs it cannot or will not read."""
+from __future__ import annotations
+
+
+class UnusableInput(Exception):
+    """The input cannot be read: missing file, unreadable archive. The message is one clear line."""
+
+
+class InputRejected(UnusableInput):
+    """The input is dangerous or empty: archive bomb, path traversal, too many members, links, devices."""

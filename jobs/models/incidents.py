@@ -47,7 +47,8 @@ class Incident(models.Model):
     world_size = models.PositiveIntegerField(null=True, blank=True)
     command = models.TextField(blank=True)
     callback_url = models.URLField(max_length=500, blank=True)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "", so that the partial unique constraint ignores incidents without a key.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     status_reason = models.TextField(blank=True)

@@ -7,6 +7,8 @@ and DEBUG.
 """
 from pathlib import Path
 
+import plotly
+
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import database_from_url, env_bool, env_int, env_list, env_str
@@ -96,7 +98,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's JS is served from the installed plotly package (no CDN, no copy to keep in sync).
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor", Path(plotly.__file__).resolve().parent / "package_data")]
 STATIC_ROOT = Path(env_str("TRIAGE_STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env_str("TRIAGE_MEDIA_ROOT", str(VAR_DIR / "media")))

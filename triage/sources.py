@@ -173,37 +173,19 @@ def _zip_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
 
 
 def _tar_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
-    with open(path, "rb") as handle:
-        counted = io.BufferedReader(CappedReader(handle, name, Budget(budget.limits, 1 << 62)), READ_SIZE)
-        with tarfile.open(fileobj=_DecompressCap(counted, budget), mode="r|*") as archive:
-            for member in archive:
-                budget.member(member.name)
-                if member.issym() or member.islnk() or member.isdev() or member.isfifo() or member.ischr():
-                    raise InputRejected(f"archive member {member.name!r} is a link or device")
-                if not member.isfile() or Path(member.name).name in _SKIP:
-                    continue
-                stream = archive.extractfile(member)
-                if stream is not None:
-                    yield make_source(f"{name}/{member.name}", stream)
-
-
-class _DecompressCap(io.RawIOBase):
-    """Counts the decompressed tar stream itself (headers included) against the budget."""
-
-    def __init__(self, raw: BinaryIO, budget: Budget):
-        self.raw, self.budget = raw, budget
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size if size and size > 0 else READ_SIZE)
-        return data
-
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
+    with open(path, "rb") as handle, tarfile.open(fileobj=handle, mode="r|*") as archive:
+        for member in archive:
+            budget.member(member.name)
+            if member.issym() or member.islnk() or member.isdev() or member.isfifo() or member.ischr():
+                raise InputRejected(f"archive member {member.name!r} is a link or device")
+            if not member.isfile() or Path(member.name).name in _SKIP:
+                continue
+            if member.size > budget.limits.max_member_bytes:
+                raise InputRejected(f"archive member {member.name!r} is larger than {budget.limits.max_member_bytes} bytes")
+            stream = archive.extractfile(member)
+            if stream is not None:
+                member_name = f"{name}/{member.name}"
+                yield make_source(member_name, io.BufferedReader(CappedReader(stream, member_name, budget), READ_SIZE))
 
 
 def make_source(name: str, stream: BinaryIO) -> Source:

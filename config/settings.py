@@ -130,9 +130,10 @@ else:
         "data_folder_in": str(BROKER_DIR / "out"),
         "data_folder_out": str(BROKER_DIR / "out"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
@@ -160,6 +161,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "jobs.api.throttles.ApiKeyRateThrottle",
+        "jobs.api.throttles.SubmitRateThrottle",
+    ],
     "DEFAULT_THROTTLE_RATES": {
         "api_key": env_str("TRIAGE_API_RATE", "600/min"),
         "submit": env_str("TRIAGE_SUBMIT_RATE", "120/min"),
@@ -171,6 +177,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Submit failed fine-tuning jobs' logs and read their diagnosis.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and Redoc assets come from drf-spectacular-sidecar (no CDN); needs
+    # "drf_spectacular_sidecar" in INSTALLED_APPS for the static files.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "IncidentStatusEnum": "jobs.models.incidents.Incident.Status",
+        "DeliveryStatusEnum": "jobs.models.webhooks.WebhookDelivery.Status",
+    },
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -1,0 +1,48 @@
+"""Cutting the per-device batch never changes the global batch (property-based)."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triage.commandline import parse_command, world_size
+from triage.fixes import FixContext, build_fixes
+from triage.fixes.batch import plan_batch
+
+
+@given(st.integers(1, 4096), st.integers(1, 512), st.one_of(st.none(), st.integers(1, 4096)))
+def test_it_plans_a_smaller_batch_with_the_same_product(batch, accumulation, target):
+    new_batch, new_accumulation = plan_batch(batch, accumulation, target)
+    assert new_batch * new_accumulation == batch * accumulation
+    assert batch % new_batch == 0
+    assert new_batch < batch or batch == 1
+    if target is None and batch > 1:
+        assert new_batch <= batch // 2
+
+
+@given(
+    batch=st.integers(1, 256), accumulation=st.one_of(st.none(), st.integers(1, 64)),
+    nproc=st.integers(1, 16), nnodes=st.integers(1, 4), equals=st.booleans(),
+    launcher=st.sampled_from(["torchrun", "deepspeed", "python -m torch.distributed.run"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_it_keeps_the_global_batch_in_the_rewritten_command(batch, accumulation, nproc, nnodes, equals, launcher):
+    sep = "=" if equals else " "
+    world_flags = f"--num_gpus{sep}{nproc} --num_nodes{sep}{nnodes}" if launcher == "deepspeed" else \
+        f"--nproc_per_node{sep}{nproc} --nnodes{sep}{nnodes}"
+    accum = f" \\\n    --gradient_accumulation_steps{sep}{accumulation}" if accumulation else ""
+    command = (f"{launcher} {world_flags} train.py \\\n    --model_name_or_path gpt2 \\\n"
+               f"    --per_device_train_batch_size{sep}{batch}{accum} \\\n    --learning_rate 2e-5\n")
+    (fix, *_) = build_fixes(["reduce_batch_size"], FixContext(category="gpu_oom", command=command))
+    assert fix["kind"] == "reduce_batch_size"
+    before, after = parse_command(command), parse_command(fix["command"])
+    world = world_size(before)[0]
+    assert world == nproc * nnodes == world_size(after)[0]
+    old_global = batch * (accumulation or 1) * world
+    new_batch = int(after.value("per_device_train_batch_size"))
+    new_global = new_batch * int(after.value("gradient_accumulation_steps") or 1) * world
+    assert new_global == old_global
+    assert new_batch < batch or batch == 1
+    # nothing else moved: the same learning rate, model and launcher flags, the same line structure
+    assert after.value("learning_rate") == "2e-5" and after.value("model_name_or_path") == "gpt2"
+    assert [f.value for f in after.launcher_flags] == [f.value for f in before.launcher_flags]
+    if batch > 1:
+        assert f"= {old_global}" in fix["notes"][0] and f"x {world} =" in fix["notes"][0]
+        assert fix["global_batch"]["total"] == old_global

@@ -1,0 +1,218 @@
+"""One story per failure category: the fix names the exact flag/env/config change, tied to the evidence."""
+import re
+from pathlib import Path
+
+import pytest
+
+from triage.fixes import BUILDERS, FixContext, build_fixes
+
+COMMANDS = Path(__file__).parent / "fixtures" / "commands"
+TAXONOMY = Path(__file__).resolve().parents[3] / "shared" / "taxonomy.md"
+PROBE = "torchrun --nproc_per_node=2 train_tiny.py --per_device_train_batch_size 2 --max_steps 5\n"
+TAXONOMY_KINDS = [
+    "convert_data_format", "fix_data_file", "reduce_batch_size", "increase_grad_accum",
+    "enable_gradient_checkpointing", "enable_mixed_precision", "shard_more", "reduce_seq_len",
+    "reduce_dataloader_workers", "increase_shm", "increase_timeout", "set_nccl_env", "fix_rendezvous",
+    "pin_versions", "rename_flag", "fix_config", "free_disk", "fix_path", "fix_numerics", "debug_cuda",
+    "replace_hardware", "fix_code",
+]
+
+
+def fix(kind, category, command=None, **extra):
+    return build_fixes([kind], FixContext(category=category, command=command, **extra))[0]
+
+
+def test_it_has_a_builder_for_every_fix_kind_in_the_taxonomy():
+    kinds = TAXONOMY_KINDS
+    if TAXONOMY.exists():
+        section = TAXONOMY.read_text().split("## Fix kinds", 1)[1]
+        kinds = re.findall(r"^\| `(\w+)` \|", section, re.M)
+        assert set(kinds) == set(TAXONOMY_KINDS)
+    assert set(kinds) <= set(BUILDERS)
+
+
+@pytest.mark.parametrize("kind", TAXONOMY_KINDS)
+def test_it_builds_every_kind_with_and_without_a_command(kind):
+    with_command = fix(kind, "unknown", PROBE, message="boom")
+    without = fix(kind, "unknown", None, message="boom")
+    for one in (with_command, without):
+        assert one["kind"] == kind and one["title"] and one["why"] and one["verified"] is None
+    assert isinstance(with_command["command"], str) and without["command"] is None
+
+
+def test_it_converts_alpaca_rows_for_a_sharegpt_loader():
+    sample = [{"instruction": "Translate to French.", "input": "Good morning", "output": "Bonjour"}]
+    command = "torchrun --nproc_per_node 2 train.py --data_path data/alpaca.json --bf16 True"
+    one = fix("convert_data_format", "data_schema", command, exception="KeyError", message="'conversations'",
+              data_sample=sample)
+    assert one["data_format"] == {"found": "alpaca", "expected": "sharegpt"}
+    assert one["shell"] == ["python -m triage convert-data --to sharegpt data/alpaca.json data/alpaca.sharegpt.json"]
+    assert one["command"] == command.replace("data/alpaca.json", "data/alpaca.sharegpt.json")
+    assert one["preview"] == {"conversations": [{"from": "human", "value": "Translate to French.\n\nGood morning"},
+                                                {"from": "gpt", "value": "Bonjour"}]}
+
+
+def test_it_repairs_an_unreadable_data_file_and_points_at_the_bad_line():
+    one = fix("fix_data_file", "data_corrupt", "python train.py --train_file data/train.jsonl",
+              message="json.decoder.JSONDecodeError: Expecting ',' delimiter: line 4121 column 17 (char 998877)")
+    assert one["shell"] == ["python -m triage convert-data --repair data/train.jsonl data/train.repaired.jsonl"]
+    assert "line 4121, column 17" in one["notes"][0]
+    assert one["command"] == "python train.py --train_file data/train.repaired.jsonl"
+
+
+def test_it_halves_workers_for_host_oom_and_zeroes_loader_workers_for_shm_bus_errors():
+    command = "python train.py --dataloader_num_workers 8 --preprocessing_num_workers 16"
+    host = fix("reduce_dataloader_workers", "host_oom", command)
+    assert host["command"] == "python train.py --dataloader_num_workers 4 --preprocessing_num_workers 8"
+    shm = fix("reduce_dataloader_workers", "dataloader_worker", command)
+    assert shm["command"] == "python train.py --dataloader_num_workers 0 --preprocessing_num_workers 8"
+    mmf = fix("reduce_dataloader_workers", "dataloader_worker", "mmf_run config=c.yaml training.num_workers=4")
+    assert mmf["command"] == "mmf_run config=c.yaml training.num_workers=0"
+
+
+def test_it_enlarges_shm_on_a_docker_command():
+    one = fix("increase_shm", "dataloader_worker", "docker run --gpus all img python train.py")
+    assert one["command"] == "docker run --shm-size=16g --gpus all img python train.py"
+    assert "df -h /dev/shm" in one["shell"]
+
+
+def test_it_unpins_offloaded_states_when_host_ram_ran_out_while_loading():
+    configs = {"ds.json": {"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "pin_memory": True}}}}
+    one = fix("fix_config", "host_oom", "deepspeed train.py --deepspeed ds.json", configs=configs)
+    assert one["config_patch"] == {"ds.json": {"zero_optimization.offload_param.pin_memory": False}}
+    assert any("low_cpu_mem_usage" in note for note in one["notes"])
+
+
+def test_it_raises_the_timeout_from_the_watchdog_message_and_records_a_flight_recorder_dump():
+    evidence = ["[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, "
+                "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600004 milliseconds before timing out."]
+    one = fix("increase_timeout", "nccl_timeout", PROBE, evidence=evidence)
+    assert one["command"].startswith("TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 ")
+    assert one["command"].rstrip().endswith("--max_steps 5 --ddp_timeout 3600")
+    assert one["env"]["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1" and one["env"]["NCCL_DEBUG"] == "INFO"
+    assert one["notes"][0] == "collective timeout 600 s -> 3600 s"
+    assert one["evidence"].startswith("[Rank 1] Watchdog caught")
+
+
+def test_it_disables_the_transport_the_nccl_error_names():
+    ib = fix("set_nccl_env", "nccl_error", PROBE, message="NCCL WARN NET/IB : Got completion from peer with error 12")
+    assert ib["env"]["NCCL_IB_DISABLE"] == "1" and ib["env"]["NCCL_DEBUG"] == "INFO"
+    assert "NCCL_P2P_DISABLE" not in ib["env"]
+    p2p = fix("set_nccl_env", "nccl_error", "NCCL_DEBUG=WARN python x.py", message="unhandled cuda error")
+    assert p2p["command"] == "NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO python x.py"
+
+
+@pytest.mark.parametrize("command, expected", [
+    (PROBE, "torchrun --nproc_per_node=2 --master_port=29501 train_tiny.py --per_device_train_batch_size 2 --max_steps 5\n"),
+    ("torchrun --master_port=29500 --nproc_per_node 2 t.py", "torchrun --master_port=29501 --nproc_per_node 2 t.py"),
+    ("deepspeed --master_port 520 train.py", "deepspeed --master_port 521 train.py"),
+    ("accelerate launch --main_process_port 29600 t.py", "accelerate launch --main_process_port 29601 t.py"),
+    ("MASTER_PORT=12345 python t.py", "MASTER_PORT=12346 python t.py"),
+    ("torchrun --rdzv_endpoint node1:29400 t.py", "torchrun --rdzv_endpoint node1:29401 t.py"),
+])
+def test_it_moves_the_rendezvous_to_another_port(command, expected):
+    one = fix("fix_rendezvous", "rendezvous", command, message="EADDRINUSE: address already in use")
+    assert one["command"] == expected
+
+
+def test_it_drops_the_hostfile_when_the_deepspeed_ssh_check_fails():
+    one = fix("fix_rendezvous", "rendezvous", "deepspeed --hostfile hosts --num_gpus 4 train.py",
+              message="subprocess.CalledProcessError: Command '['ssh', 'node2', 'hostname']' returned non-zero exit status 255.")
+    assert one["command"] == "deepspeed --num_gpus 4 train.py"
+    assert "passwordless ssh" in one["notes"][0]
+
+
+def test_it_renames_a_removed_transformers_flag_and_offers_the_pin():
+    command = (COMMANDS / "fastchat.sh").read_text()
+    one = fix("rename_flag", "version_mismatch", command,
+              message="TypeError: TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'")
+    assert one["command"] == command.replace('--evaluation_strategy "no"', '--eval_strategy "no"')
+    assert one["packages"] == ["transformers<4.46"]
+    without = fix("rename_flag", "version_mismatch", None, message="unexpected keyword argument 'evaluation_strategy'")
+    assert without["changes"][0]["new"] == "--eval_strategy"
+
+
+def test_it_removes_an_unrecognised_flag():
+    one = fix("rename_flag", "version_mismatch", "python t.py --local-rank=0 --lr 1",
+              message="error: unrecognized arguments: --local-rank=0")
+    assert one["command"] == "python t.py --lr 1"
+
+
+def test_it_pins_the_versions_the_error_asks_for():
+    one = fix("pin_versions", "version_mismatch", PROBE,
+              message="ImportError: Using the Trainer requires accelerate>=0.26.0: please run pip install transformers[torch]")
+    assert one["packages"] == ["accelerate>=0.26.0"] and one["shell"] == ["pip install 'accelerate>=0.26.0'"]
+
+
+def test_it_corrects_the_deepspeed_batch_contradiction():
+    command = (Path(__file__).parent / "fixtures" / "commands" / "fastchat.sh").read_text().replace(
+        "--fsdp", "--deepspeed ds_config.json --fsdp")
+    configs = {"ds_config.json": {"train_batch_size": 256, "train_micro_batch_size_per_gpu": 8,
+                                  "zero_optimization": {"stage": 3}}}
+    message = ("AssertionError: Check batch related parameters. train_batch_size is not equal to "
+               "micro_batch_per_gpu * gradient_acc_step * world_size 256 != 2 * 16 * 4")
+    one = fix("fix_config", "config_invalid", command, configs=configs, message=message)
+    assert one["config"]["ds_config.json"] == {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+                                               "gradient_accumulation_steps": "auto", "zero_optimization": {"stage": 3}}
+    assert "2 x 16 x 4 = 128" in one["notes"][0]
+    plain = fix("fix_config", "config_invalid", "deepspeed --num_gpus 2 my.py --deepspeed_config ds.json",
+                configs={"ds.json": {"train_batch_size": 64}}, message="64 != 4 * 8 * 1")
+    assert plain["config"]["ds.json"] == {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4,
+                                          "gradient_accumulation_steps": 8}
+
+
+def test_it_swaps_bf16_for_fp16_on_an_old_gpu():
+    one = fix("fix_config", "config_invalid", "python t.py --bf16 True",
+              message="ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU")
+    assert one["command"] == "python t.py --bf16 False --fp16 True"
+
+
+def test_it_stabilises_fp16_training():
+    configs = {"ds.json": {"fp16": {"enabled": True}}}
+    one = fix("fix_numerics", "numerical", "deepspeed t.py --deepspeed ds.json --fp16 --learning_rate 2e-5",
+              configs=configs, message="Current loss scale already at minimum")
+    assert one["command"] == ("deepspeed t.py --deepspeed ds.json --learning_rate 1e-05 --bf16 --max_grad_norm 1.0")
+    assert one["config"]["ds.json"] == {"fp16": {"enabled": False}, "bf16": {"enabled": True}}
+
+
+def test_it_reruns_cuda_errors_synchronously():
+    one = fix("debug_cuda", "cuda_error", PROBE, message="CUDA error: device-side assert triggered")
+    assert one["command"] == "CUDA_LAUNCH_BLOCKING=1 " + PROBE and one["env"] == {"CUDA_LAUNCH_BLOCKING": "1"}
+    assert any("vocabulary" in note for note in one["notes"])
+
+
+def test_it_limits_checkpoints_when_the_disk_is_full():
+    one = fix("free_disk", "storage", "deepspeed t.py --deepspeed z3.json --output_dir /ckpt --save_total_limit 5",
+              message="RuntimeError: PytorchStreamWriter failed writing file data/3: file write failed")
+    assert one["command"] == ("deepspeed t.py --deepspeed z3.json --output_dir /ckpt --save_total_limit 2 "
+                              "--save_only_model True")
+    assert one["shell"] == ["df -h /ckpt"]
+
+
+def test_it_names_the_missing_path():
+    one = fix("fix_path", "storage", PROBE, message="FileNotFoundError: [Errno 2] No such file or directory: '/data/x.json'")
+    assert "/data/x.json" in one["title"] and one["command"] == PROBE
+
+
+def test_it_shards_at_load_time_without_offload_when_host_ram_ran_out():
+    configs = {"ds.json": {"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}}
+    one = fix("shard_more", "host_oom", "deepspeed train.py --deepspeed ds.json", configs=configs)
+    assert one["config"]["ds.json"] == {"zero_optimization": {"stage": 3}}  # offload removed, not added
+    multi = fix("shard_more", "host_oom", "torchrun --nproc_per_node 4 train.py --output_dir o")
+    assert "cpu_ram_efficient_loading" in multi["command"] and "offload" not in multi["command"]
+
+
+def test_it_says_the_rename_belongs_in_the_code_when_the_command_lacks_the_flag():
+    one = fix("rename_flag", "version_mismatch", "python finetune.py --use_adalora False",
+              message="TypeError: Seq2SeqTrainingArguments.init() got an unexpected keyword argument ‘evaluation_strategy’")
+    assert one["command"] == "python finetune.py --use_adalora False"
+    assert one["changes"][0]["where"] == "code"
+    assert "evaluation_strategy= to eval_strategy=" in one["notes"][0]
+
+
+def test_it_uses_auto_batch_values_when_no_command_was_given():
+    one = fix("fix_config", "config_invalid", None, configs={"ds_config.json": {"train_batch_size": 64}},
+              message="world_size 64 != 4 * 8 * 1", world_size=2)
+    assert one["config"]["ds_config.json"]["train_batch_size"] == "auto"
+    assert any("train_batch_size 32" in note for note in one["notes"])
+    assert any("logs show 2 processes but DeepSpeed counted 1" in note for note in one["notes"])

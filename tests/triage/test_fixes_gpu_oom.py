@@ -1,0 +1,180 @@
+"""GPU out-of-memory: concrete, ranked fixes tied to the OOM numbers and the memory estimate."""
+from pathlib import Path
+
+from triage.fixes import FixContext, build_fixes
+
+COMMANDS = Path(__file__).parent / "fixtures" / "commands"
+MEMORY = Path(__file__).parent / "fixtures" / "memory"
+OLD_OOM = (MEMORY / "oom_old.txt").read_text().strip()  # 40 GB A100, 0.24 GiB reserved-but-unallocated
+NEW_OOM = (MEMORY / "oom_new.txt").read_text().strip()  # 80 GB, 6.1 GiB reserved-but-unallocated
+
+
+def oom_fixes(kinds, command=None, message=OLD_OOM, **extra):
+    return build_fixes(kinds, FixContext(category="gpu_oom", command=command, message=message, **extra))
+
+
+def by_kind(fixes, kind):
+    return next(f for f in fixes if f["kind"] == kind)
+
+
+def test_it_keeps_the_rules_first_kind_and_rewrites_the_fastchat_recipe():
+    command = (COMMANDS / "fastchat.sh").read_text()
+    fixes = oom_fixes(["reduce_batch_size", "enable_gradient_checkpointing", "shard_more"], command, world_size=4)
+    first = fixes[0]
+    assert first["kind"] == "reduce_batch_size" and first["verified"] is None and first["env"] == {}
+    assert first["command"] == command.replace("batch_size 2 \\", "batch_size 1 \\").replace(
+        "accumulation_steps 16 \\", "accumulation_steps 32 \\")
+    assert "global batch kept: 2 x 16 x 4 = 1 x 32 x 4 = 128" in first["notes"][0]
+    assert "-    --per_device_train_batch_size 2 \\" in first["diff"]
+    # checkpointing is already on in this recipe: it says so and ranks last
+    assert fixes[-1]["kind"] == "enable_gradient_checkpointing" and fixes[-1]["applicable"] is False
+    assert fixes[-1]["command"] == command
+    shard = by_kind(fixes, "shard_more")
+    assert '--fsdp "full_shard offload auto_wrap" \\' in shard["command"]
+    assert shard["estimate"]["capacity_gib"] == 39.39  # from the OOM message
+
+
+def test_it_adds_expandable_segments_only_when_the_cache_is_fragmented():
+    command = "torchrun --nproc_per_node 2 train.py --per_device_train_batch_size 8"
+    fragmented = oom_fixes(["reduce_batch_size"], command, message=NEW_OOM)
+    extra = fragmented[-1]
+    assert extra["kind"] == "fix_config"
+    assert extra["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert extra["command"] == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True " + command
+    assert "6.10 GiB was reserved by PyTorch but unallocated" in extra["notes"][0]
+    tight = oom_fixes(["reduce_batch_size"], command, message=OLD_OOM)
+    assert [f["kind"] for f in tight] == ["reduce_batch_size"]
+
+
+def test_it_prefers_oom_numbers_from_the_memory_collector():
+    oom = {"capacity_mib": 81000, "reserved_unallocated_mib": 4000, "tried_mib": 1000, "gpu": 0, "free_mib": 10}
+    fixes = build_fixes(["enable_gradient_checkpointing"],
+                        FixContext(category="gpu_oom", command="python t.py", memory={"series": [], "oom": oom}))
+    assert fixes[-1]["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+
+
+def test_it_turns_on_mixed_precision_in_the_launchers_own_way():
+    plain = oom_fixes(["enable_mixed_precision"], "python train.py --per_device_train_batch_size 4")[0]
+    assert plain["command"] == "python train.py --per_device_train_batch_size 4 --bf16 True"
+    accelerate = oom_fixes(["enable_mixed_precision"], "accelerate launch --num_processes 2 train.py --lr 1")[0]
+    assert accelerate["command"] == "accelerate launch --num_processes 2 --mixed_precision bf16 train.py --lr 1"
+    already = oom_fixes(["enable_mixed_precision"], "python train.py --fp16")[0]
+    assert already["applicable"] is False and already["changes"] == []
+
+
+def test_it_cuts_the_sequence_length_with_the_scripts_own_flag():
+    llamafactory = (COMMANDS / "deepspeed_include.sh").read_text()
+    fix = oom_fixes(["reduce_seq_len"], llamafactory)[0]
+    assert "--cutoff_len 1024 \\" in fix["command"] and fix["changes"][0]["old"] == "2048"
+    chatglm = "python sft.py --max_source_length 512 --max_target_length 128 --fp16"
+    fix = oom_fixes(["reduce_seq_len"], chatglm)[0]
+    assert fix["command"] == "python sft.py --max_source_length 256 --max_target_length 64 --fp16"
+    missing = oom_fixes(["reduce_seq_len"], "python train.py --stage sft --template qwen")[0]
+    assert missing["command"].endswith("--cutoff_len 1024")
+
+
+def test_it_strengthens_a_given_deepspeed_config_and_returns_the_corrected_json():
+    command = "deepspeed train.py --deepspeed ds_z2.json --per_device_train_batch_size 4"
+    z2 = {"zero_optimization": {"stage": 2, "overlap_comm": True}, "train_micro_batch_size_per_gpu": "auto"}
+    fix = oom_fixes(["shard_more"], command, configs={"ds_z2.json": z2})[0]
+    assert fix["config_patch"]["ds_z2.json"]["zero_optimization.stage"] == 3
+    assert fix["config"]["ds_z2.json"]["zero_optimization"] == {
+        "stage": 3, "overlap_comm": True, "stage3_gather_16bit_weights_on_model_save": True}
+    assert z2["zero_optimization"]["stage"] == 2  # the input is not mutated
+    z3 = {"zero_optimization": {"stage": 3}}
+    fix = oom_fixes(["shard_more"], command, configs={"ds_z2.json": z3})[0]
+    assert fix["config"]["ds_z2.json"]["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+
+
+def test_it_adds_fsdp_on_several_gpus_and_zero3_offload_on_one():
+    multi = oom_fixes(["shard_more"], "torchrun --nproc_per_node 4 train.py --per_device_train_batch_size 4")[0]
+    assert multi["command"].endswith("--fsdp 'full_shard auto_wrap'")
+    single = oom_fixes(["shard_more"], "python train.py --per_device_train_batch_size 4 --bf16 True")[0]
+    assert single["command"].endswith("--deepspeed ds_zero3_offload.json")
+    zero = single["config"]["ds_zero3_offload.json"]["zero_optimization"]
+    assert zero["stage"] == 3 and zero["offload_param"]["device"] == "cpu"
+
+
+def test_it_patches_the_training_yaml_when_the_setting_lives_there():
+    configs = {"llama3_lora_sft.yaml": {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}}
+    command = (COMMANDS / "llamafactory_cli.txt").read_text()
+    fix = oom_fixes(["reduce_batch_size"], command, configs=configs, world_size=2)[0]
+    assert fix["config_patch"] == {"llama3_lora_sft.yaml": {"per_device_train_batch_size": 2,
+                                                            "gradient_accumulation_steps": 4}}
+    assert fix["config"]["llama3_lora_sft.yaml"] == {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4}
+    assert fix["command"] == command  # nothing to change on the command line
+    assert "4 x 2 x 2 = 2 x 4 x 2 = 16" in fix["notes"][0]
+
+
+def test_it_names_the_flags_when_no_command_was_given():
+    fixes = oom_fixes(["reduce_batch_size", "enable_gradient_checkpointing", "reduce_seq_len"])
+    assert all(f["command"] is None and f["diff"] is None for f in fixes)
+    assert [c["flag"] for c in fixes[0]["changes"]] == ["--per_device_train_batch_size", "--gradient_accumulation_steps"]
+    assert [(c["old"], c["new"]) for c in fixes[0]["changes"]] == [(None, "4"), (None, "2")]
+    assert fixes[1]["changes"][0]["flag"] == "--gradient_checkpointing"
+
+
+def test_it_cuts_the_batch_to_what_the_estimate_says_fits_and_appends_a_fix_that_fits():
+    command = ("torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-2-7b-hf --bf16 True "
+               "--per_device_train_batch_size 16 --model_max_length 2048 --gradient_checkpointing True "
+               "--attn_implementation flash_attention_2 --deepspeed ds.json")
+    configs = {"ds.json": {"zero_optimization": {"stage": 3}}}
+    fixes = oom_fixes(["reduce_batch_size"], command, message=None, configs=configs, facts={"gpu_capacity_gib": 24})
+    first = fixes[0]
+    # ZeRO-3 over 8: ~13.9 GiB of states; activations ~1.13 GiB per sample -> batch 4 fits 24 GiB, 8 does not
+    assert "--per_device_train_batch_size 4" in first["command"]
+    assert "--gradient_accumulation_steps 4" in first["command"]
+    assert first["estimate"]["before_gib"] > 24
+
+
+def test_it_never_raises_on_odd_input():
+    odd = FixContext(category="gpu_oom", command='torchrun "unterminated --per_device_train_batch_size x',
+                     configs={"a.json": ["not", "a", "dict"], "b": None}, evidence=[None, 3],
+                     memory={"oom": {"capacity_mib": "lots"}}, facts=None, data_sample=object())
+    fixes = build_fixes(["reduce_batch_size", "shard_more", None, "no_such_kind", "reduce_seq_len"], odd)
+    assert [f["kind"] for f in fixes[:4]] == ["reduce_batch_size", "shard_more", "no_such_kind", "reduce_seq_len"] or \
+        {f["kind"] for f in fixes} >= {"reduce_batch_size", "shard_more", "no_such_kind", "reduce_seq_len"}
+    assert all({"kind", "title", "why", "command", "env", "verified"} <= set(f) for f in fixes)
+    unknown = next(f for f in fixes if f["kind"] == "no_such_kind")
+    assert "no builder" in unknown["title"]
+
+
+def test_it_takes_the_gpu_size_from_the_memory_series_when_the_oom_message_lacks_it():
+    command = ("torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-2-7b-hf --bf16 True "
+               "--per_device_train_batch_size 4 --model_max_length 2048 --gradient_checkpointing True "
+               "--attn_implementation flash_attention_2")
+    series = [{"kind": "gpu_used", "gpu": 0, "capacity": 40960.0, "points": [[0, 40000.0]]}]
+    fixes = build_fixes(["shard_more"], FixContext(category="gpu_oom", command=command,
+                                                   memory={"series": series, "oom": None}))
+    assert fixes[0]["estimate"]["capacity_gib"] == 40.0 and fixes[0]["estimate"]["fits"] is True
+
+
+def test_it_estimates_the_batch_it_actually_chose():
+    command = ("torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-2-7b-hf --bf16 True "
+               "--per_device_train_batch_size 16 --model_max_length 2048 --gradient_checkpointing True "
+               "--attn_implementation flash_attention_2 --deepspeed ds.json")
+    configs = {"ds.json": {"zero_optimization": {"stage": 3}}}
+    (first,) = oom_fixes(["reduce_batch_size"], command, message=None, configs=configs,
+                         facts={"gpu_capacity_gib": 24})
+    # batch 4: 13.34 GiB of sharded states + 4 x 1.13 GiB activations + overhead = 20.40 GiB <= 24
+    assert first["estimate"] == {"total_gib": 20.4, "fits": True, "before_gib": first["estimate"]["before_gib"],
+                                 "capacity_gib": 24.0}
+    assert first["estimate"]["before_gib"] > 24
+
+
+def test_it_adds_the_flag_instead_of_touching_auto_values_in_the_deepspeed_json():
+    configs = {"ds.json": {"gradient_accumulation_steps": "auto", "train_micro_batch_size_per_gpu": "auto",
+                           "zero_optimization": {"stage": 2}}}
+    command = "deepspeed --num_gpus 2 train.py --deepspeed ds.json --per_device_train_batch_size 8"
+    (fix, *_) = oom_fixes(["reduce_batch_size"], command, message=None, configs=configs)
+    assert fix["command"] == command.replace("size 8", "size 4") + " --gradient_accumulation_steps 2"
+    assert "config_patch" not in fix  # "auto" keeps following the flags
+
+
+def test_it_takes_the_world_size_from_the_accelerate_config():
+    configs = {"fsdp.yaml": {"distributed_type": "FSDP", "num_processes": 4,
+                             "fsdp_config": {"fsdp_sharding_strategy": "SHARD_GRAD_OP"}}}
+    command = "accelerate launch --config_file fsdp.yaml train.py --per_device_train_batch_size 8"
+    fixes = oom_fixes(["reduce_batch_size", "shard_more"], command, message=None, configs=configs)
+    assert "8 x 1 x 4 = 4 x 2 x 4 = 32" in fixes[0]["notes"][0]
+    assert fixes[1]["config"]["fsdp.yaml"]["fsdp_config"] == {"fsdp_sharding_strategy": "FULL_SHARD"}

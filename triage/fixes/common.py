@@ -1,0 +1,192 @@
+"""Shared pieces of the fix builders: one edit session per fix, lookups, the fix dict.
+
+A fix dict (CONTRACT.md) plus the extra keys every builder may fill:
+  "changes":      [{"where": "script"|"launcher"|"env"|"config", "flag"|"env"|"key", "old", "new"}]
+                  -- present even without a command, so the fix still names the flag/env var
+  "diff":         unified diff of the command (str) or None
+  "notes":        [str]  numbers and caveats (e.g. "global batch kept: 8 x 4 x 8 = 4 x 8 x 8 = 256")
+  "config_patch": {file name: {dotted.key: new value}}   (DeepSpeed JSON / YAML changes)
+  "config":       {file name: the whole corrected config} when the config was given
+  "shell":        [str]  extra commands to run first (converter, pip install, checks)
+  "evidence":     the log line the fix answers, when known
+  "cost":         "low" | "medium" | "high"  (run time / effort the fix adds)
+"""
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from ..commandline import LaunchCommand, Rewrite, normalise_key, parse_command, world_size
+
+HF_KEYS = {
+    "per_device_train_batch_size", "output_dir", "gradient_accumulation_steps", "num_train_epochs",
+    "model_name_or_path", "deepspeed", "do_train", "learning_rate", "bf16", "fp16", "max_steps",
+}
+COST = {"low": 0, "medium": 1, "high": 2}
+
+
+def parsed(ctx) -> LaunchCommand:
+    return parse_command(ctx.command or "")
+
+
+def is_hf_style(cmd: LaunchCommand) -> bool:
+    return any(f.key in HF_KEYS for f in cmd.script_flags)
+
+
+def config_values(ctx) -> list[tuple[str, dict]]:
+    return [(name, conf) for name, conf in (ctx.configs or {}).items() if isinstance(conf, dict)]
+
+
+def training_configs(ctx) -> list[tuple[str, dict]]:
+    """Configs that hold training arguments (LLaMA-Factory / axolotl / TrainingArguments YAML or JSON),
+    not DeepSpeed JSON, accelerate YAML or a model's config.json, whose same-named keys mean other things."""
+    other = ("zero_optimization", "train_micro_batch_size_per_gpu", "distributed_type", "num_hidden_layers", "n_layer")
+    return [(name, conf) for name, conf in config_values(ctx) if not any(key in conf for key in other)]
+
+
+def lookup(ctx, cmd: LaunchCommand, keys: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(value, where) of the first alias found in the command, then top-level config keys, then facts."""
+    flag = cmd.flag(*keys)
+    if flag is not None:
+        return (flag.value if flag.value is not None else "True"), "command"
+    wanted = {normalise_key(k) for k in keys}
+    for name, conf in training_configs(ctx):
+        for key, value in conf.items():
+            if normalise_key(str(key)) in wanted and not isinstance(value, dict | list):
+                return str(value), name
+    for key in keys:
+        if key in (ctx.facts or {}):
+            return str(ctx.facts[key]), "facts"
+    return None, None
+
+
+def as_int(text: str | None) -> int | None:
+    try:
+        return int(float(text)) if text is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def job_world_size(ctx, cmd: LaunchCommand) -> tuple[int, str]:
+    size, how = world_size(cmd)
+    if size:
+        return size, how
+    accelerate = next((conf for _, conf in config_values(ctx) if "distributed_type" in conf), {})
+    if as_int(str(accelerate.get("num_processes"))):
+        return as_int(str(accelerate["num_processes"])), "num_processes in the accelerate config"
+    if ctx.world_size:
+        return int(ctx.world_size), "world size seen in the logs"
+    return 1, "world size unknown: assumed 1"
+
+
+def deepspeed_config(ctx, cmd: LaunchCommand) -> tuple[str | None, dict | None]:
+    """The DeepSpeed JSON the job used: named by --deepspeed/--deepspeed_config/--ds_file, or any config
+    that looks like one (has zero_optimization / train_batch_size)."""
+    named = cmd.value("deepspeed", "deepspeed_config", "ds_file", "ds_config", "deepspeed_config_file")
+    configs = config_values(ctx)
+    for name, conf in configs:
+        if named and (name == named or name.split("/")[-1] == named.split("/")[-1]):
+            return name, conf
+    for name, conf in configs:
+        if "zero_optimization" in conf or "train_micro_batch_size_per_gpu" in conf or "train_batch_size" in conf:
+            return name, conf
+    return named, None
+
+
+class Edits:
+    """One fix's changes: to the command (through Rewrite) and to config files."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.cmd = parsed(ctx)
+        self.rw = Rewrite(self.cmd)
+        self.config_patch: dict[str, dict[str, Any]] = {}
+        self.env: dict[str, str] = {}
+
+    def set(self, keys: tuple[str, ...], value, *, where: str = "script", add: bool = True) -> None:
+        """Set a training setting where the job keeps it: the command flag, else the training-args
+        config file that holds the key, else add the flag to the command."""
+        if self.cmd.flag(*keys, where=where) is None and where == "script":
+            for name, conf in training_configs(self.ctx):
+                key = next((k for k in conf if normalise_key(str(k)) in {normalise_key(x) for x in keys}), None)
+                if key is not None:
+                    self.patch_config(name, str(key), value)
+                    return
+        self.rw.set_flag(keys, value, where=where, add=add)
+
+    def set_env(self, name: str, value: str) -> None:
+        self.env[name] = value
+        self.rw.set_env(name, value)
+
+    def patch_config(self, name: str, dotted: str, value) -> None:
+        self.config_patch.setdefault(name, {})[dotted] = value
+        self.rw.changes.append({"where": "config", "file": name, "key": dotted, "new": value})
+
+    def corrected_configs(self) -> dict[str, Any]:
+        out = {}
+        for name, patch in self.config_patch.items():
+            conf = (self.ctx.configs or {}).get(name)
+            if isinstance(conf, dict):
+                out[name] = apply_patch(conf, patch)
+        return out
+
+    def fix(self, kind: str, title: str, why: str, *, notes=None, cost: str = "low", **extra) -> dict:
+        command = self.rw.render() if self.ctx.command else None
+        result = {
+            "kind": kind, "title": title, "why": why, "command": command, "env": dict(self.env),
+            "verified": None, "changes": list(self.rw.changes),
+            "diff": (self.rw.diff() or None) if self.ctx.command else None,
+            "notes": list(notes or []), "cost": cost,
+        }
+        if self.config_patch:
+            result["config_patch"] = self.config_patch
+            corrected = self.corrected_configs()
+            if corrected:
+                result["config"] = corrected
+        evidence = first_evidence(self.ctx)
+        if evidence:
+            result["evidence"] = evidence
+        result.update(extra)
+        return result
+
+
+def apply_patch(conf: dict, patch: dict[str, Any]) -> dict:
+    out = copy.deepcopy(conf)
+    for dotted, value in patch.items():
+        node = out
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        if value is None:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = value
+    return out
+
+
+def series_capacity_gib(ctx) -> float | None:
+    """The GPU size the memory series report (nvidia-smi memory.total etc.), when no OOM message gave it."""
+    memory = ctx.memory or {}
+    if memory.get("oom"):
+        return None
+    capacities = [s.get("capacity") for s in memory.get("series") or []
+                  if str(s.get("kind", "")).startswith("gpu") and isinstance(s.get("capacity"), int | float)]
+    return round(max(capacities) / 1024, 2) if capacities else None
+
+
+def first_evidence(ctx) -> str | None:
+    for line in ctx.evidence or []:
+        if line and str(line).strip():
+            return str(line).strip()[:500]
+    return (ctx.message or None) and str(ctx.message)[:500]
+
+
+def evidence_text(ctx) -> str:
+    return " ".join([str(ctx.message or ""), *[str(x) for x in ctx.evidence or []]])[:20000]
+
+
+def search(pattern: str, text: str, flags=re.I):
+    return re.search(pattern, text, flags)

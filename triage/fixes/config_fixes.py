@@ -1,0 +1,93 @@
+"""fix_config: contradictory settings in flags or a launcher config.
+
+Handled: DeepSpeed's batch check (train_batch_size != micro x accumulation x world), bf16 on a GPU
+without it, fp16-only kernel faults, host RAM blown while loading (host_oom), and otherwise the
+setting the error names.
+"""
+from __future__ import annotations
+
+import re
+
+from .common import Edits, as_int, deepspeed_config, evidence_text, is_hf_style, job_world_size, lookup
+from .host_fixes import host_memory
+
+_DS_BATCH = re.compile(r"(\d+)\s*!=\s*(\d+)\s*\*\s*(\d+)\s*\*\s*(\d+)")
+
+
+def fix_config(ctx, kind: str) -> dict:
+    text = evidence_text(ctx)
+    if _DS_BATCH.search(text) or re.search(r"train_batch_size", text):
+        return deepspeed_batch(ctx, kind)
+    if ctx.category == "host_oom":
+        return host_memory(ctx, kind)
+    if re.search(r"bf16|bfloat16", text, re.I) and re.search(r"not support|n't support|unsupported|only support|requires|need", text, re.I):
+        return bf16_unsupported(ctx, kind)
+    if ctx.category == "cuda_error" and re.search(r"misaligned|fp16|half", text, re.I):
+        return without_fp16(ctx, kind)
+    edits = Edits(ctx)
+    named = re.findall(r"`([\w.]+)`|'([\w.]+)'", text)
+    keys = [a or b for a, b in named][:3]
+    notes = [f"the error names: {', '.join(keys)}"] if keys else []
+    notes.append("make the launcher config, the DeepSpeed/FSDP config and the script flags agree on this setting")
+    return edits.fix(kind, "Correct the contradictory setting the error names",
+                     "The settings given to the job contradict each other or the hardware.", notes=notes)
+
+
+def deepspeed_batch(ctx, kind: str) -> dict:
+    """DeepSpeed asserts train_batch_size == micro_batch_per_gpu x gradient_accumulation x world_size."""
+    edits = Edits(ctx)
+    cmd = edits.cmd
+    name, ds = deepspeed_config(ctx, cmd)
+    name = name or "ds_config.json"
+    found = _DS_BATCH.search(evidence_text(ctx))
+    micro = as_int(lookup(ctx, cmd, ("per_device_train_batch_size",))[0])
+    accum = as_int(lookup(ctx, cmd, ("gradient_accumulation_steps",))[0])
+    world, how = job_world_size(ctx, cmd)
+    if found:
+        micro, accum, world = micro or int(found.group(2)), accum or int(found.group(3)), int(found.group(4))
+    micro, accum = micro or 1, accum or 1
+    notes = [f"DeepSpeed requires train_batch_size = micro batch x accumulation x world size = "
+             f"{micro} x {accum} x {world} = {micro * accum * world}"]
+    if found:
+        notes.append(f"the config said {found.group(1)}; DeepSpeed saw world size {found.group(4)} ({how})")
+    if is_hf_style(cmd) or not ctx.command:
+        for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
+            edits.patch_config(name, key, "auto")
+        notes.append("'auto' lets the HF Trainer fill the three values from the command line, so they cannot disagree")
+        if not ctx.command:
+            notes.append(f"without the HF Trainer set the numbers instead: train_batch_size {micro * accum * world}, "
+                         f"train_micro_batch_size_per_gpu {micro}, gradient_accumulation_steps {accum}")
+    else:
+        edits.patch_config(name, "train_batch_size", micro * accum * world)
+        edits.patch_config(name, "train_micro_batch_size_per_gpu", micro)
+        edits.patch_config(name, "gradient_accumulation_steps", accum)
+    if found and ctx.world_size and int(found.group(4)) != ctx.world_size:
+        notes.append(f"the logs show {ctx.world_size} processes but DeepSpeed counted {found.group(4)}: "
+                     "check that every GPU joined (launcher process count, CUDA_VISIBLE_DEVICES)")
+    return edits.fix(kind, f"Make the DeepSpeed batch settings agree ({name})",
+                     "DeepSpeed checks that the global batch equals micro batch x accumulation x world size; "
+                     "a hard-coded train_batch_size breaks as soon as the GPU count or flags change.",
+                     notes=notes)
+
+
+def bf16_unsupported(ctx, kind: str) -> dict:
+    edits = Edits(ctx)
+    edits.set(("bf16",), False, add=False)
+    edits.set(("fp16",), True)
+    name, ds = deepspeed_config(ctx, edits.cmd)
+    if ds and (ds.get("bf16") or {}).get("enabled") not in (False, None):
+        edits.patch_config(name, "bf16.enabled", False)
+        edits.patch_config(name, "fp16.enabled", "auto")
+    return edits.fix(kind, "Use fp16 instead of bf16 on this GPU",
+                     "bf16 needs compute capability 8.0 (Ampere) or newer; older GPUs (V100, T4) only do fp16.",
+                     notes=["fp16 needs loss scaling (on by default in the Trainer); watch for overflow"])
+
+
+def without_fp16(ctx, kind: str) -> dict:
+    edits = Edits(ctx)
+    if edits.cmd.flag("fp16") is not None:
+        edits.rw.remove_flag(("fp16",))
+    return edits.fix(kind, "Run without fp16 to confirm the kernel fault is precision-specific",
+                     "The CUDA fault appears only in the half-precision path (e.g. misaligned fp16 kernels when "
+                     "a model dimension is not a multiple of 8).",
+                     notes=["if it trains without fp16, pad the model dimensions to multiples of 8 or use bf16"])

@@ -1,0 +1,104 @@
+"""Data fixes: convert the dataset to the expected format, or repair an unreadable file."""
+from __future__ import annotations
+
+import re
+
+from .common import Edits, evidence_text
+from .convert_data import FORMATS, convert_record, detect_format
+
+DATA_KEYS = ("data_path", "train_file", "train_data", "train_path", "dataset_path", "data_file",
+             "train_dataset", "dataset", "data")
+_EXPECTS = {"conversations": "sharegpt", "from": "sharegpt", "value": "sharegpt", "messages": "messages",
+            "role": "messages", "content": "messages", "instruction": "alpaca", "output": "alpaca",
+            "input": "alpaca", "text": "text"}
+
+
+def expected_format(ctx) -> str | None:
+    if ctx.facts.get("expected_format") in FORMATS:
+        return ctx.facts["expected_format"]
+    text = evidence_text(ctx)
+    missing = re.search(r"KeyError: ['\"](\w+)['\"]|^['\"](\w+)['\"]$|missing (?:column|field|key) ['\"]?(\w+)",
+                        text.strip())
+    if missing:
+        return _EXPECTS.get(next(g for g in missing.groups() if g))
+    lowered = text.lower()
+    for word in ("sharegpt", "conversations", "messages", "alpaca"):
+        if word in lowered:
+            return _EXPECTS.get(word, word)
+    return None
+
+
+def _records(sample) -> list:
+    if isinstance(sample, list):
+        return sample
+    if isinstance(sample, dict):
+        return sample.get("data") if isinstance(sample.get("data"), list) else [sample]
+    return []
+
+
+def _data_flag(cmd):
+    for key in DATA_KEYS:
+        flag = cmd.flag(key)
+        if flag is not None and flag.value and re.search(r"\.jsonl?$", flag.value):
+            return flag
+    return None
+
+
+def _out_path(path: str, fmt: str) -> str:
+    stem, dot, ext = path.rpartition(".")
+    return f"{stem}.{fmt}.{ext}" if dot else f"{path}.{fmt}.json"
+
+
+def convert_data_format(ctx, kind: str) -> dict:
+    edits = Edits(ctx)
+    records = _records(ctx.data_sample)
+    current = next((f for f in map(detect_format, records) if f), None)
+    target = expected_format(ctx) or ("sharegpt" if current != "sharegpt" else "messages")
+    flag = _data_flag(edits.cmd)
+    source = flag.value if flag else "DATA.json"
+    out = _out_path(source, target)
+    if flag is not None:
+        edits.rw.set_flag((flag.key,), out)
+    notes = [f"the data is {current or 'in an unrecognised format'}; the script expects {target}"]
+    if flag is None:
+        notes.append("replace DATA.json with the training file, then point the data flag at the converted file")
+    if edits.cmd.flag("dataset") is not None and flag is None:
+        notes.append(f"LLaMA-Factory: register the converted file in data/dataset_info.json with "
+                     f"\"formatting\": \"{'sharegpt' if target in ('sharegpt', 'messages') else 'alpaca'}\"")
+    preview = convert_record(records[0], target) if records else None
+    extra = {"shell": [f"python -m triage convert-data --to {target} {source} {out}"],
+             "data_format": {"found": current, "expected": target}}
+    if preview is not None:
+        extra["preview"] = preview
+    return edits.fix(
+        kind, f"Convert the data from {current or 'its format'} to {target}",
+        f"The training script reads {target}-style fields, but the samples carry "
+        f"{current or 'other'} fields, so the first sample that is read raises.",
+        notes=notes, cost="low", **extra,
+    )
+
+
+def fix_data_file(ctx, kind: str) -> dict:
+    edits = Edits(ctx)
+    text = evidence_text(ctx)
+    flag = _data_flag(edits.cmd)
+    source = flag.value if flag else "DATA.jsonl"
+    out = _out_path(source, "repaired")
+    notes = []
+    where = re.search(r"line (\d+) column (\d+)", text)
+    if where:
+        notes.append(f"the parser stopped at line {where.group(1)}, column {where.group(2)}: "
+                     f"sed -n '{where.group(1)}p' {source}")
+    if "UnicodeDecodeError" in text or "codec can't decode" in text:
+        notes.append(f"re-encode the file as UTF-8: iconv -f GB18030 -t UTF-8 {source} > {out} "
+                     "(use the file's real encoding)")
+    if re.search(r"role|tag", text, re.I):
+        notes.append("rows whose turns do not alternate user/assistant (or use unknown role names) must be fixed "
+                     "or dropped; `convert-data --to sharegpt` renames roles to human/gpt")
+    if flag is not None:
+        edits.rw.set_flag((flag.key,), out)
+    return edits.fix(
+        kind, "Drop or repair the rows that cannot be read",
+        "A data file (or some of its rows) cannot be parsed, so loading stops at the first bad row.",
+        notes=notes, shell=[f"python -m triage convert-data --repair {source} {out}"], cost="low",
+    )

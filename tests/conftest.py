@@ -7,6 +7,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 
 
+def pytest_configure(config):
+    # The real hasher costs about a second per story user on two cores. (Engine-only runs
+    # use `-p no:django`, where Django is not set up at all.)
+    if config.pluginmanager.has_plugin("django"):
+        from django.conf import settings
+
+        settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def alpha(db):
     from jobs.models import Team

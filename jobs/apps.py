@@ -5,3 +5,7 @@ class JobsConfig(AppConfig):
     name = "jobs"
     verbose_name = "Incidents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # Connects the incident_finished receiver and registers the delivery task and its admin.
+        from jobs import webhooks, webhooks_admin  # noqa: F401

@@ -1,14 +1,149 @@
-"""Placeholder: replaced by the page owner."""
-from django.http import HttpResponse
+"""The incident list, the incident page and its live status JSON."""
+from __future__ import annotations
+
+from datetime import date
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import connection, models
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+
+from jobs.models import Diagnosis, Incident
+from jobs.views import presenters
+
+PAGE_SIZE = 50
+LIST_COLUMNS = ("id", "title", "job_id", "status", "category", "exception", "failing_rank", "summary",
+                "cluster", "launcher", "world_size", "created_at")
 
 
+def _parse_date(raw: str):
+    try:
+        return date.fromisoformat(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _filters(request) -> dict:
+    get = request.GET
+    return {key: get.get(key, "").strip()[:200]
+            for key in ("q", "category", "status", "cluster", "launcher", "since", "until")}
+
+
+def filtered_incidents(user, filters: dict):
+    incidents = Incident.objects.visible_to(user).only(*LIST_COLUMNS)
+    for field in ("category", "status", "cluster", "launcher"):
+        if filters[field]:
+            incidents = incidents.filter(**{field: filters[field]})
+    since, until = _parse_date(filters["since"]), _parse_date(filters["until"])
+    if since:
+        incidents = incidents.filter(created_at__date__gte=since)
+    if until:
+        incidents = incidents.filter(created_at__date__lte=until)
+    if filters["q"]:
+        query = filters["q"]
+        incidents = incidents.filter(
+            Q(job_id__icontains=query) | Q(exception__icontains=query) | Q(summary__icontains=query)
+            | Q(title__icontains=query) | Q(category__icontains=query)
+        )
+    return incidents.order_by("-created_at", "-id")
+
+
+def _choices(user, field: str) -> list[str]:
+    values = (Incident.objects.visible_to(user).exclude(**{field: ""})
+              .order_by(field).values_list(field, flat=True).distinct()[:200])
+    return list(values)
+
+
+@login_required
 def incident_list(request):
-    return HttpResponse("incidents")
+    filters = _filters(request)
+    paginator = Paginator(filtered_incidents(request.user, filters), PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    query_without_page = request.GET.copy()
+    query_without_page.pop("page", None)
+    return render(request, "jobs/incident_list.html", {
+        "page": page,
+        "incidents": page.object_list,
+        "filters": filters,
+        "filtering": any(filters.values()),
+        "query_string": query_without_page.urlencode(),
+        "statuses": Incident.Status.choices,
+        "categories": _choices(request.user, "category"),
+        "clusters": _choices(request.user, "cluster"),
+        "launchers": _choices(request.user, "launcher"),
+    })
 
 
+def visible_incident(request, pk):
+    return get_object_or_404(Incident.objects.visible_to(request.user).select_related("team"), pk=pk)
+
+
+# The incident page reads only these parts of the diagnosis JSON; the memory series (the bulk of
+# a large diagnosis) go to the memory chart's own endpoint.
+PAGE_KEYS = ("engine_version", "category", "confidence", "summary", "launcher", "world_size", "failing_rank",
+             "root_cause", "ranks", "fixes", "fingerprint", "evidence", "launcher_root_cause_rank",
+             "launcher_verdict_wrong", "launcher_verdict_reason")
+
+
+def page_data(incident) -> dict | None:
+    """The diagnosis keys the page shows, without the memory series (None: no diagnosis)."""
+    rows = Diagnosis.objects.filter(incident=incident)
+    memory_keys = ("data__memory__estimate", "data__memory__series__0")
+    if connection.vendor == "postgresql":
+        # Each JSON path re-reads (detoasts) the whole column: three reads instead of one per key.
+        row = rows.annotate(
+            page=RawSQL("(data - 'memory')", (), output_field=models.JSONField()),
+        ).values("page", *memory_keys).first()
+        if row is None:
+            return None
+        data = {key: value for key, value in (row["page"] or {}).items() if value is not None}
+    else:
+        row = rows.values(*(f"data__{key}" for key in PAGE_KEYS), *memory_keys).first()
+        if row is None:
+            return None
+        data = {key: row[f"data__{key}"] for key in PAGE_KEYS if row[f"data__{key}"] is not None}
+    first_series = row["data__memory__series__0"]
+    data["memory"] = {"estimate": row["data__memory__estimate"], "series": [first_series] if first_series else []}
+    return data
+
+
+@login_required
 def incident_detail(request, pk):
-    return HttpResponse("incident")
+    incident = visible_incident(request, pk)
+    artifacts = list(incident.artifacts.all())
+    data = page_data(incident)
+    context = {"incident": incident, "artifacts": artifacts, "diagnosis": data is not None, "data": data or {}}
+    if data is not None:
+        context.update({
+            "verdict": presenters.verdict(data, incident),
+            "evidence": presenters.evidence(data, artifacts),
+            "fixes": presenters.fixes(data, incident.command),
+            "estimate": presenters.estimate(data),
+            "rank_statuses": presenters.rank_statuses(data),
+            "has_ranks": bool(presenters.as_list(data.get("ranks"))),
+            "has_memory": bool(data["memory"]["series"]),
+        })
+        raw = dict(data, memory={"estimate": data["memory"]["estimate"], "series": "left out: see the API"})
+        context["raw_json"], context["raw_json_cut"] = presenters.raw_json(raw)
+    return render(request, "jobs/incident_detail.html", context)
 
 
+@login_required
 def incident_status(request, pk):
-    return HttpResponse("{}")
+    incident = visible_incident(request, pk)
+    return JsonResponse({
+        "id": incident.pk,
+        "status": incident.status,
+        "status_display": incident.get_status_display(),
+        "status_reason": incident.status_reason,
+        "finished": incident.is_finished,
+        "category": incident.category,
+        "failing_rank": incident.failing_rank,
+        "summary": incident.summary,
+        "url": reverse("jobs:incident_detail", args=[incident.pk]),
+        "updated_at": incident.updated_at.isoformat() if incident.updated_at else None,
+    })

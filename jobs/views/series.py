@@ -1,0 +1,297 @@
+"""Chart series computed on the server (STYLE.md rule 12).
+
+The browser gets ready-to-draw Plotly traces: ranks with identical histories are
+collapsed into one swimlane, and memory curves are min/max-downsampled to at most
+MAX_POINTS points a trace, with an overall point budget so a page stays < 2 MB.
+"""
+from __future__ import annotations
+
+import math
+
+from jobs.views.presenters import as_dict, as_int, as_list, rank_ranges, text
+
+MAX_POINTS = 5000
+TOTAL_POINT_BUDGET = 60_000
+MAX_LANE_EVENTS = 200
+MAX_MEMORY_SERIES_SHOWN = 12
+MAX_LANES = 48
+
+# Event kinds worth a marker, in legend order; anything else is drawn as "other".
+EVENT_STYLE = {
+    "start": ("Start", "circle-open", "#4b5563"),
+    "progress": ("Progress", "diamond-open", "#93c5fd"),
+    "last_progress": ("Last progress step", "diamond", "#2563eb"),
+    "warning": ("Warning", "triangle-up", "#b45309"),
+    "error": ("Error", "x", "#b91c1c"),
+    "exception": ("Exception", "x-thin-open", "#991b1b"),
+    "cascade": ("Cascade (after the first failure)", "star-triangle-down", "#be185d"),
+    "oom": ("Out of memory", "x", "#b91c1c"),
+    "timeout": ("Timeout", "hourglass", "#7c3aed"),
+    "sigterm": ("SIGTERM received", "square", "#7c3aed"),
+    "sigkill": ("SIGKILL", "square-x", "#7c3aed"),
+    "exit": ("Exit", "line-ns-open", "#111827"),
+}
+OTHER_STYLE = ("Other", "circle", "#6b7280")
+KIND_ALIASES = {"started": "start", "step": "progress", "first_error": "error", "traceback": "exception",
+                "signal": "sigterm", "killed": "sigkill"}
+
+
+def _kind(raw) -> str:
+    kind = text(raw).lower()
+    return KIND_ALIASES.get(kind, kind)
+
+
+def _events(rank: dict) -> list[dict]:
+    events = []
+    for event in as_list(rank.get("events")):
+        if isinstance(event, dict):
+            events.append({"t": event.get("t"), "seq": as_int(event.get("seq")),
+                           "kind": _kind(event.get("kind")), "text": text(event.get("text"))[:300],
+                           "source": text(event.get("source")), "line": as_int(event.get("line"))})
+    return events
+
+
+def _thin(events: list[dict]) -> list[dict]:
+    """Keep every event that matters once; sample repeated progress/warnings down to a lane budget."""
+    if len(events) <= MAX_LANE_EVENTS:
+        return events
+    keep, seen = [], set()
+    for index, event in enumerate(events):
+        first_of_kind = event["kind"] not in seen
+        seen.add(event["kind"])
+        is_last = index == len(events) - 1
+        last_progress = event["kind"] == "progress" and not any(
+            e["kind"] == "progress" for e in events[index + 1:index + 50])
+        if first_of_kind or is_last or last_progress or event["kind"] not in {"progress", "warning"}:
+            keep.append(event)
+    step = max(1, len(events) // MAX_LANE_EVENTS)
+    extra = [e for e in events[::step] if e not in keep]
+    merged = keep + extra[: max(0, MAX_LANE_EVENTS - len(keep))]
+    return sorted(merged, key=lambda e: (e["seq"] if e["seq"] is not None else 0))
+
+
+def _group_ranks(per_rank, failing_rank, *, with_text: bool) -> dict:
+    groups: dict = {}
+    for number, rank, events in per_rank:
+        if number is not None and number == failing_rank:
+            signature = ("failing", number)
+        else:
+            history = tuple((e["kind"], "".join(c for c in e["text"] if not c.isdigit())[:80] if with_text else "")
+                            for e in events)
+            signature = (text(rank.get("status")), as_int(rank.get("exit_code")), history)
+        groups.setdefault(signature, []).append((number, rank, events))
+    return groups
+
+
+def timeline(data: dict, link=None) -> dict:
+    """Plotly traces for the swimlanes; link(source, line, rank) gives a log viewer URL for an event."""
+    ranks = [r for r in as_list(data.get("ranks")) if isinstance(r, dict)]
+    failing_rank = as_int(data.get("failing_rank"))
+    per_rank = [(as_int(r.get("rank")), r, _events(r)) for r in ranks]
+    all_events = [e for _, _, events in per_rank for e in events]
+    use_time = bool(all_events) and all(
+        isinstance(e["t"], (int, float)) and not isinstance(e["t"], bool) for e in all_events)
+    # Without timestamps everywhere, x is the order of the events in the logs (seq values can jump by 1e9).
+    order = {seq: index for index, seq in enumerate(sorted({e["seq"] for e in all_events if e["seq"] is not None}))}
+
+    # Ranks whose histories are identical (same status, exit code, event kinds and texts
+    # with digits ignored) share a lane; the first failing rank always has its own.
+    groups = _group_ranks(per_rank, failing_rank, with_text=True)
+    if len(groups) > MAX_LANES:
+        # Still too many lanes to read: group by the shape of the history alone (kinds, status, exit).
+        groups = _group_ranks(per_rank, failing_rank, with_text=False)
+
+    lanes = []
+    for members in groups.values():
+        numbers = [m[0] for m in members]
+        number, rank, events = members[0]
+        is_failing = failing_rank is not None and number == failing_rank
+        if len(members) == 1:
+            label = f"rank {number}" if number is not None else "rank ?"
+        else:
+            label = f"ranks {rank_ranges(numbers)} ({len(members)})"
+        if is_failing:
+            label = f"▶ {label} (first failure)"
+        elif lane_status := text(rank.get("status")):
+            label = f"{label} · {lane_status}"
+        lanes.append({"label": label, "ranks": numbers, "size": len(members), "failing": is_failing,
+                      "status": text(rank.get("status")), "exit_code": as_int(rank.get("exit_code")),
+                      "events": _thin(events), "order": min([n for n in numbers if n is not None] or [0])})
+    lanes.sort(key=lambda lane: (not lane["failing"], lane["order"]))
+
+    traces_by_kind: dict = {}
+    line_x, line_y = [], []
+    for lane in lanes:
+        xs = []
+        for position, event in enumerate(lane["events"]):
+            x = event["t"] if use_time else order.get(event["seq"], position)
+            xs.append(x)
+            trace = traces_by_kind.setdefault(event["kind"], {"x": [], "y": [], "text": [], "url": []})
+            if len(trace["x"]) >= MAX_POINTS:
+                continue
+            trace["x"].append(x)
+            trace["y"].append(lane["label"])
+            trace["text"].append(event["text"])
+            url = link(event["source"], event["line"], lane["ranks"][0]) if link and event["line"] else None
+            trace["url"].append(url or "")
+        if xs:
+            line_x += [min(xs), max(xs), None]
+            line_y += [lane["label"], lane["label"], None]
+
+    traces = [{"type": "scatter", "mode": "lines", "name": "lifetime", "x": line_x[:MAX_POINTS],
+               "y": line_y[:MAX_POINTS], "hoverinfo": "skip", "showlegend": False,
+               "line": {"color": "#cbd5e1", "width": 6}}]
+    ordered = [k for k in EVENT_STYLE if k in traces_by_kind] + sorted(k for k in traces_by_kind if k not in EVENT_STYLE)
+    for kind in ordered:
+        name, symbol, color = EVENT_STYLE.get(kind, OTHER_STYLE)
+        if kind not in EVENT_STYLE:
+            name = kind or "other"
+        trace = traces_by_kind[kind]
+        traces.append({"type": "scatter", "mode": "markers", "name": name, "x": trace["x"], "y": trace["y"],
+                       "text": trace["text"], "customdata": trace["url"],
+                       "hovertemplate": "%{y}<br>%{text}<extra>" + name + "</extra>",
+                       "marker": {"symbol": symbol, "size": 11, "color": color, "line": {"width": 2, "color": color}}})
+    return {
+        "x_title": "time (s)" if use_time else "log order (event sequence)",
+        "lanes": [{k: lane[k] for k in ("label", "ranks", "size", "failing", "status", "exit_code")} for lane in lanes],
+        "traces": traces,
+        "failing_lane": next((lane["label"] for lane in lanes if lane["failing"]), None),
+        "rank_count": len(per_rank),
+    }
+
+
+def _points(series: dict) -> list[tuple[float, float]]:
+    raw = as_list(series.get("points"))
+    try:  # the engine's well-formed [[t, v], ...]: one fast pass
+        points = [(float(t), float(v)) for t, v in raw]
+        if all(math.isfinite(v) for _, v in points):
+            return points
+    except (TypeError, ValueError):
+        pass
+    points = []
+    for point in raw:
+        if isinstance(point, (list, tuple)) and len(point) >= 2:
+            x, y = point[0], point[1]
+            if (isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(y, bool)
+                    and math.isfinite(y)):
+                points.append((x, y))
+    return points
+
+
+def downsample(points: list, limit: int) -> list:
+    """Min/max bucketing: keeps peaks (an OOM is a peak) and never returns more than `limit` points."""
+    if len(points) <= limit:
+        return points
+    buckets = max(1, limit // 2)
+    size = len(points) / buckets
+    kept = []
+    for bucket in range(buckets):
+        chunk = points[int(bucket * size):int((bucket + 1) * size)]
+        if not chunk:
+            continue
+        low = min(chunk, key=lambda p: p[1])
+        high = max(chunk, key=lambda p: p[1])
+        kept.extend(sorted({low, high}, key=lambda p: p[0]) if low != high else [low])
+    if kept[-1] != points[-1]:
+        kept[-1] = points[-1]
+    return kept[:limit]
+
+
+def _series_label(series: dict) -> str:
+    name = text(series.get("name"))
+    if name:
+        return name
+    rank, gpu = as_int(series.get("rank")), as_int(series.get("gpu"))
+    parts = [f"rank {rank}" if rank is not None else "", f"GPU {gpu}" if gpu is not None else "",
+             text(series.get("kind"))]
+    return " ".join(p for p in parts if p) or "memory"
+
+
+def _envelope(all_points: list[list], buckets: int = 400) -> tuple[list, list, list]:
+    """Min and max over all series per time bucket: one pass per series over its own min/max samples."""
+    starts = [points[0][0] for points in all_points if points]
+    ends = [points[-1][0] for points in all_points if points]
+    if not starts:
+        return [], [], []
+    low_x, high_x = min(starts), max(ends)
+    width = (high_x - low_x) / buckets or 1
+    lows = [math.inf] * buckets
+    highs = [-math.inf] * buckets
+    for points in all_points:
+        for x, y in downsample(points, 2 * buckets):
+            index = min(buckets - 1, max(0, int((x - low_x) / width)))
+            if y < lows[index]:
+                lows[index] = y
+            if y > highs[index]:
+                highs[index] = y
+    keys = [k for k in range(buckets) if lows[k] != math.inf]
+    return [low_x + (k + 0.5) * width for k in keys], [lows[k] for k in keys], [highs[k] for k in keys]
+
+
+def memory(data: dict) -> dict:
+    mem = as_dict(data.get("memory"))
+    raw_series = [s for s in as_list(mem.get("series")) if isinstance(s, dict)]
+    failing_rank = as_int(data.get("failing_rank"))
+    parsed = [(s, _points(s)) for s in raw_series]
+    parsed = [(s, p) for s, p in parsed if p]
+    traces = []
+    shown = parsed
+    if len(parsed) > MAX_MEMORY_SERIES_SHOWN:
+        # Too many curves to read: an envelope of all ranks, plus the failing rank and the highest peaks.
+        xs, lows, highs = _envelope([p for _, p in parsed])
+        traces.append({"type": "scatter", "mode": "lines", "name": f"min of {len(parsed)} series", "x": xs,
+                       "y": lows, "line": {"width": 0, "color": "#93c5fd"}, "hoverinfo": "skip"})
+        traces.append({"type": "scatter", "mode": "lines", "name": f"max of {len(parsed)} series", "x": xs,
+                       "y": highs, "fill": "tonexty", "fillcolor": "rgba(147,197,253,0.35)",
+                       "line": {"width": 1, "color": "#60a5fa"}})
+        by_peak = sorted(parsed, key=lambda item: -max(v for _, v in item[1]))
+        failing = [item for item in parsed if as_int(item[0].get("rank")) == failing_rank and failing_rank is not None]
+        shown = (failing + [i for i in by_peak if i not in failing])[:6]
+    per_trace = max(50, min(MAX_POINTS, TOTAL_POINT_BUDGET // max(1, len(shown))))
+    for series, points in shown:
+        kept = downsample(points, per_trace)
+        is_failing = failing_rank is not None and as_int(series.get("rank")) == failing_rank
+        label = _series_label(series) + (" (first failure)" if is_failing else "")
+        traces.append({"type": "scatter", "mode": "lines", "name": label,
+                       "x": [p[0] for p in kept], "y": [p[1] for p in kept],
+                       "line": {"width": 3.5, "color": "#c2410c"} if is_failing else {"width": 1.5}})
+
+    capacities = sorted({s.get("capacity") for s, _ in parsed if isinstance(s.get("capacity"), (int, float))})
+    all_x = [p[0] for _, points in parsed for p in points]
+    x_range = [min(all_x), max(all_x)] if all_x else [0, 1]
+    for capacity in capacities[:4]:
+        traces.append({"type": "scatter", "mode": "lines", "name": f"device capacity {capacity:,.0f} MiB",
+                       "x": x_range, "y": [capacity, capacity], "line": {"color": "#b91c1c", "dash": "dash", "width": 2}})
+
+    oom = _oom_point(data, mem, parsed, failing_rank)
+    if oom:
+        traces.append({"type": "scatter", "mode": "markers+text", "name": "OOM", "x": [oom[0]], "y": [oom[1]],
+                       "text": ["OOM"], "textposition": "top center",
+                       "marker": {"symbol": "x", "size": 16, "color": "#b91c1c"}})
+
+    est = as_dict(mem.get("estimate"))
+    if isinstance(est.get("total_gib"), (int, float)) and parsed:
+        traces.append(_level("estimate before fix", est["total_gib"] * 1024, x_range, "#7c3aed", "dot"))
+        for after in as_list(est.get("after_fixes"))[:3]:
+            if isinstance(after, dict) and isinstance(after.get("total_gib"), (int, float)):
+                traces.append(_level(f"estimate after {text(after.get('kind')) or 'fix'}",
+                                     after["total_gib"] * 1024, x_range, "#15803d", "dashdot"))
+    units = {text(s.get("unit")) for s, _ in parsed} or {"MiB"}
+    return {"traces": traces, "unit": "/".join(sorted(u for u in units if u)) or "MiB",
+            "series_count": len(parsed), "has_data": bool(parsed)}
+
+
+def _level(name, value, x_range, color, dash) -> dict:
+    return {"type": "scatter", "mode": "lines", "name": f"{name}: {value / 1024:.1f} GiB", "x": x_range,
+            "y": [value, value], "line": {"color": color, "dash": dash, "width": 2}}
+
+
+def _oom_point(data, mem, parsed, failing_rank):
+    oom = as_dict(mem.get("oom"))
+    if isinstance(oom.get("t"), (int, float)) and isinstance(oom.get("value"), (int, float)):
+        return oom["t"], oom["value"]
+    if text(data.get("category")) != "gpu_oom" or not parsed:
+        return None
+    candidates = [p for s, p in parsed if as_int(s.get("rank")) == failing_rank] or [p for _, p in parsed]
+    last = max((points[-1] for points in candidates), key=lambda p: p[0])
+    return last

@@ -1,0 +1,105 @@
+"""Story: the incident page's charts get server-computed, downsampled series."""
+import json
+
+from django.urls import reverse
+
+from jobs.views import series
+from tests.pages.factories import add_artifact, sample_diagnosis, two_rank_log
+
+
+def test_the_timeline_collapses_identical_ranks_at_256(alice_client, alpha, make_incident):
+    incident = make_incident(alpha, diagnosis=sample_diagnosis(256, memory_points=5))
+    data = alice_client.get(reverse("jobs:incident_timeline_json", args=[incident.pk])).json()
+
+    labels = [lane["label"] for lane in data["lanes"]]
+    assert labels[0] == "▶ rank 137 (first failure)"
+    assert data["failing_lane"] == labels[0]
+    assert len(labels) < 10  # 256 ranks, a handful of distinct histories
+    assert sum(lane["size"] for lane in data["lanes"]) == 256
+    assert any(lane["size"] > 200 for lane in data["lanes"])
+    names = {trace["name"] for trace in data["traces"]}
+    assert {"Start", "Last progress step", "Error", "SIGTERM received", "Exit", "Warning"} <= names
+    assert data["x_title"] == "time (s)"
+
+
+def test_the_timeline_keeps_every_lane_at_two_ranks(alice_client, alpha, make_incident):
+    incident = make_incident(alpha, diagnosis=sample_diagnosis(2))
+    data = alice_client.get(reverse("jobs:incident_timeline_json", args=[incident.pk])).json()
+    assert [lane["label"] for lane in data["lanes"]] == ["▶ rank 1 (first failure)", "rank 0 · terminated"]
+
+
+def test_the_timeline_falls_back_to_log_order_without_timestamps():
+    diagnosis = sample_diagnosis(2)
+    for rank in diagnosis["ranks"]:
+        for event in rank["events"]:
+            event["t"] = None
+    assert series.timeline(diagnosis)["x_title"].startswith("log order")
+
+
+def test_memory_series_are_capped_per_trace_and_per_page(alice_client, alpha, make_incident):
+    incident = make_incident(alpha, diagnosis=sample_diagnosis(256, memory_points=2000))
+    response = alice_client.get(reverse("jobs:incident_memory_json", args=[incident.pk]))
+    data = response.json()
+
+    assert len(response.content) < 2_000_000
+    assert all(len(trace["x"]) <= series.MAX_POINTS for trace in data["traces"])
+    names = [trace["name"] for trace in data["traces"]]
+    assert "rank 137 GPU 1 allocated (first failure)" in names
+    assert any(name.startswith("max of 256") for name in names)
+    assert any(name.startswith("device capacity") for name in names)
+    assert "OOM" in names
+    assert any(name.startswith("estimate before fix: 83.8") for name in names)
+    assert any(name.startswith("estimate after enable_gradient_checkpointing: 58.2") for name in names)
+
+
+def test_downsampling_keeps_the_peak():
+    points = [(index, 1.0) for index in range(100_000)]
+    points[77_777] = (77_777, 99.0)
+    kept = series.downsample(points, 5000)
+    assert len(kept) <= 5000
+    assert (77_777, 99.0) in kept
+    assert kept[-1] == points[-1]
+
+
+def test_chart_json_is_404_for_another_team(charlie_client, alpha, make_incident):
+    incident = make_incident(alpha, diagnosis=sample_diagnosis(2))
+    for name in ("jobs:incident_timeline_json", "jobs:incident_memory_json"):
+        assert charlie_client.get(reverse(name, args=[incident.pk])).status_code == 404
+
+
+def test_chart_json_escapes_nothing_it_should_not(alice_client, alpha, make_incident):
+    diagnosis = sample_diagnosis(2)
+    diagnosis["ranks"][0]["events"][0]["text"] = "<script>alert(1)</script>"
+    incident = make_incident(alpha, diagnosis=diagnosis)
+    response = alice_client.get(reverse("jobs:incident_timeline_json", args=[incident.pk]))
+    assert response["Content-Type"] == "application/json"
+    assert "<script>alert(1)</script>" in json.dumps(response.json())  # data stays data; Plotly renders it as text
+
+
+def test_timeline_events_link_to_the_log_at_their_line(alice_client, alpha, make_incident):
+    diagnosis = sample_diagnosis(2)
+    error = next(e for e in diagnosis["ranks"][1]["events"] if e["kind"] == "error")
+    error.update(source="log.txt", line=6)
+    incident = make_incident(alpha, diagnosis=diagnosis)
+    artifact = add_artifact(incident, "log.txt", two_rank_log())
+    data = alice_client.get(reverse("jobs:incident_timeline_json", args=[incident.pk])).json()
+
+    errors = next(trace for trace in data["traces"] if trace["name"] == "Error")
+    url = reverse("jobs:artifact_log", args=[incident.pk, artifact.pk]) + "?line=6#L6"
+    assert errors["customdata"] == [url]
+    assert alice_client.get(url).status_code == 200
+
+
+def test_512_ranks_with_distinct_texts_still_fit_a_readable_chart():
+    diagnosis = sample_diagnosis(256, memory_points=5)
+    extra = sample_diagnosis(256, memory_points=5)["ranks"]
+    for rank in extra:
+        rank["rank"] += 256
+    diagnosis["ranks"] += extra
+    for rank in diagnosis["ranks"]:
+        rank["events"][0]["text"] = f"host-{chr(97 + rank['rank'] % 26)}{chr(97 + rank['rank'] // 26 % 26)} starting"
+    data = series.timeline(diagnosis)
+    assert data["rank_count"] == 512
+    assert len(data["lanes"]) <= series.MAX_LANES
+    assert sum(lane["size"] for lane in data["lanes"]) == 512
+    assert all(len(trace["x"]) <= series.MAX_POINTS for trace in data["traces"])

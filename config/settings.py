@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "jobs",
+    "knowledge",
 ]
 
 MIDDLEWARE = [

@@ -10,5 +10,6 @@ urlpatterns = [
     path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("knowledge/", include("knowledge.urls")),
     path("", include("jobs.urls")),
 ]

@@ -23,6 +23,7 @@ import triage
 from jobs.models import Artifact, Diagnosis, Incident
 from jobs.signals import incident_finished
 from jobs.uploads import upload_limits
+from knowledge import services as knowledge
 
 logger = logging.getLogger(__name__)
 
@@ -127,13 +128,14 @@ def save_diagnosis(incident_pk: int, data: dict) -> None:
     root_cause = data.get("root_cause") or {}
     with transaction.atomic():
         incident = Incident.objects.select_for_update().get(pk=incident_pk)
-        Diagnosis.objects.update_or_create(incident=incident, defaults={
+        saved, _ = Diagnosis.objects.update_or_create(incident=incident, defaults={
             "engine_version": str(data.get("engine_version") or getattr(triage, "ENGINE_VERSION", ""))[:20],
             "data": data,
             "category": str(data.get("category") or "unknown")[:40],
             "failing_rank": data.get("failing_rank"),
             "fingerprint": str(data.get("fingerprint") or "")[:64],
         })
+        knowledge.record(incident, saved)
         incident.category = str(data.get("category") or "unknown")[:40]
         incident.exception = str(root_cause.get("exception") or "")[:200]
         incident.failing_rank = data.get("failing_rank")

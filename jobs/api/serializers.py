@@ -115,8 +115,7 @@ class IncidentDetailSerializer(IncidentSerializer):
 
     @extend_schema_field(ProblemSerializer(allow_null=True))
     def get_problem(self, incident):
-        # The knowledge base links incidents to problems; until then there is none.
-        problem = getattr(incident, "problem", None)
+        problem = incident.problems.first()  # knowledge.Problem: at most one per incident
         if problem is None:
             return None
         return {

@@ -1,0 +1,93 @@
+"""Story: alice browses her team's knowledge base; bob writes down what fixed a problem; charlie sees none of it."""
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from knowledge.models import Problem
+
+pytestmark = pytest.mark.django_db
+
+
+def problem_url(problem):
+    return reverse("knowledge:problem_detail", args=[problem.pk])
+
+
+def test_it_lists_the_teams_problems_newest_seen_first(alice_client, alpha, bravo, recorded_incident):
+    recorded_incident(alpha, "0001" * 4, message="'older'")
+    recorded_incident(alpha, "0002" * 4, message="'newer'")
+    recorded_incident(bravo, "0003" * 4, message="'bravo only'")
+    Problem.objects.filter(fingerprint="0001" * 4).update(last_seen=timezone.now() - timezone.timedelta(days=3))
+    body = alice_client.get(reverse("knowledge:problem_list")).content.decode()
+    assert body.index("&#x27;newer&#x27;") < body.index("&#x27;older&#x27;")
+    assert "bravo only" not in body
+    assert "2 problems" in body
+    assert 'href="/knowledge/"' in body  # the nav link
+
+
+def test_it_filters_by_status_and_category_and_searches(alice_client, alpha, recorded_incident):
+    recorded_incident(alpha, "0001" * 4, message="'conversations'")
+    recorded_incident(alpha, "0002" * 4, category="oom", exception="OutOfMemoryError", message="CUDA out of memory")
+    Problem.objects.filter(fingerprint="0001" * 4).update(status="resolved", resolution="use the sharegpt converter")
+    url = reverse("knowledge:problem_list")
+    assert "CUDA out of memory" not in alice_client.get(url, {"status": "resolved"}).content.decode()
+    assert "conversations" not in alice_client.get(url, {"category": "oom"}).content.decode()
+    found = alice_client.get(url, {"q": "sharegpt"}).content.decode()
+    assert "conversations" in found and "CUDA out of memory" not in found
+
+
+def test_it_shows_a_problems_incidents_newest_first(alice_client, alpha, recorded_incident):
+    older = recorded_incident(alpha, "f00d" * 4, job_id="older-job")
+    newer = recorded_incident(alpha, "f00d" * 4, job_id="newer-job")
+    body = alice_client.get(problem_url(Problem.objects.get())).content.decode()
+    assert body.index(f"#{newer.pk} newer-job") < body.index(f"#{older.pk} older-job")
+    assert "2 incidents" in body
+
+
+def test_any_team_member_may_set_status_and_resolution(bob_client, bob, alpha, recorded_incident):
+    recorded_incident(alpha, "f00d" * 4)
+    problem = Problem.objects.get()
+    response = bob_client.post(problem_url(problem), {"status": "resolved", "resolution": "  Rename the column.  "})
+    assert response.status_code == 302
+    problem.refresh_from_db()
+    assert (problem.status, problem.resolution, problem.resolved_by) == ("resolved", "Rename the column.", bob)
+    assert problem.resolved_at is not None
+    assert "by bob" in bob_client.get(problem_url(problem)).content.decode()
+
+
+def test_it_refuses_a_post_without_the_csrf_token(alice, alpha, recorded_incident):
+    recorded_incident(alpha, "f00d" * 4)
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(alice)
+    assert browser.post(problem_url(Problem.objects.get()), {"status": "resolved"}).status_code == 403
+    assert Problem.objects.get().status == "open"
+
+
+def test_it_rejects_an_unknown_status(alice_client, alpha, recorded_incident):
+    recorded_incident(alpha, "f00d" * 4)
+    response = alice_client.post(problem_url(Problem.objects.get()), {"status": "fixed?", "resolution": ""})
+    assert response.status_code == 200 and "field-error" in response.content.decode()
+    assert Problem.objects.get().status == "open"
+
+
+def test_charlie_gets_404_on_alices_problem(charlie_client, alice, alpha, recorded_incident):
+    recorded_incident(alpha, "f00d" * 4)
+    problem = Problem.objects.get()
+    assert charlie_client.get(problem_url(problem)).status_code == 404
+    assert charlie_client.post(problem_url(problem), {"status": "wont_fix", "resolution": "x"}).status_code == 404
+    assert Problem.objects.get().status == "open"
+
+
+def test_it_sends_anonymous_visitors_to_log_in(client, alpha, recorded_incident):
+    recorded_incident(alpha, "f00d" * 4)
+    for url in (reverse("knowledge:problem_list"), problem_url(Problem.objects.get())):
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_list_needs_a_handful_of_queries_whatever_the_size(alice_client, alpha, recorded_incident,
+                                                               django_assert_max_num_queries):
+    for n in range(12):
+        recorded_incident(alpha, f"{n:016x}")
+    with django_assert_max_num_queries(8):
+        assert alice_client.get(reverse("knowledge:problem_list")).status_code == 200

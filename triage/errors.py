@@ -1,4 +1,5 @@
 """Errors the engine raises for inputs it cannot or will not read."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Safety limits for reading uploads and archives."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,14 +4,17 @@ Plain files, .gz, .zip, .tar(.gz|.bz2|.xz), folders (recursively) and the tree t
 `torchrun --log-dir` writes. Every byte read out of a compressed container is counted, so
 bombs are stopped while streaming, never trusted from headers.
 """
+
 from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import os
 import re
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +40,7 @@ class Source:
     node_hint: int | None = None
     local_rank_hint: int | None = None
     is_error_file: bool = False  # torch elastic error.json
+    path: Path | None = None  # set for plain files on disk (lets a faster scanner read them directly)
 
 
 def kind_of(name: str) -> str:
@@ -68,7 +72,7 @@ def sniff_kind(path: Path, name: str) -> str:
 class CappedReader(io.RawIOBase):
     """Counts expanded bytes and stops a bomb while it expands."""
 
-    def __init__(self, raw: BinaryIO, name: str, budget: "Budget"):
+    def __init__(self, raw: BinaryIO, name: str, budget: Budget):
         self.raw, self.name, self.budget = raw, name, budget
         self.member_bytes = 0
 
@@ -94,8 +98,13 @@ class Budget:
         if member_bytes > self.limits.max_member_bytes:
             raise InputRejected(f"archive member {name} expands beyond {self.limits.max_member_bytes} bytes")
         if self.expanded > self.limits.max_total_bytes:
-            raise InputRejected(f"upload expands beyond {self.limits.max_total_bytes} bytes (possible archive bomb)")
-        if self.expanded > self.limits.ratio_floor_bytes and self.expanded / self.compressed > self.limits.max_ratio:
+            raise InputRejected(
+                f"upload expands beyond {self.limits.max_total_bytes} bytes (possible archive bomb)"
+            )
+        if (
+            self.expanded > self.limits.ratio_floor_bytes
+            and self.expanded / self.compressed > self.limits.max_ratio
+        ):
             raise InputRejected(
                 f"upload expands more than {self.limits.max_ratio}x its compressed size (possible archive bomb)"
             )
@@ -128,6 +137,8 @@ def inspect_upload(path: str | Path, original_name: str, limits: Limits | None =
         raise UnusableInput(f"cannot read {original_name}: no such file") from None
     if size == 0:
         raise InputRejected(f"{original_name} is empty")
+    if sniff_kind(path, original_name) == "plain":
+        return  # plain text is read as a stream later; nothing can expand
     for source in _open_file(path, original_name, limits, depth=0):
         drain(source.stream)
 
@@ -137,7 +148,9 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
     size = path.stat().st_size
     if kind == "plain":
         with open(path, "rb") as handle:
-            yield make_source(name, handle)
+            source = make_source(name, handle)
+            source.path = path
+            yield source
         return
     budget = Budget(limits, size)
     try:
@@ -151,8 +164,21 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
             yield from _tar_members(path, name, budget)
     except InputRejected:
         raise
-    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, gzip.BadGzipFile, ValueError) as exc:
-        raise UnusableInput(f"cannot read archive {name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    except (
+        OSError,
+        EOFError,
+        zipfile.BadZipFile,
+        tarfile.TarError,
+        gzip.BadGzipFile,
+        ValueError,
+        RuntimeError,
+        NotImplementedError,
+        zlib.error,
+        lzma.LZMAError,
+    ) as exc:
+        raise UnusableInput(
+            f"cannot read archive {name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
 
 
 def _zip_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
@@ -169,7 +195,9 @@ def _zip_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
                 continue
             with archive.open(info) as raw:
                 member_name = f"{name}/{info.filename}"
-                yield make_source(member_name, io.BufferedReader(CappedReader(raw, member_name, budget), READ_SIZE))
+                yield make_source(
+                    member_name, io.BufferedReader(CappedReader(raw, member_name, budget), READ_SIZE)
+                )
 
 
 def _tar_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
@@ -181,11 +209,15 @@ def _tar_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
             if not member.isfile() or Path(member.name).name in _SKIP:
                 continue
             if member.size > budget.limits.max_member_bytes:
-                raise InputRejected(f"archive member {member.name!r} is larger than {budget.limits.max_member_bytes} bytes")
+                raise InputRejected(
+                    f"archive member {member.name!r} is larger than {budget.limits.max_member_bytes} bytes"
+                )
             stream = archive.extractfile(member)
             if stream is not None:
                 member_name = f"{name}/{member.name}"
-                yield make_source(member_name, io.BufferedReader(CappedReader(stream, member_name, budget), READ_SIZE))
+                yield make_source(
+                    member_name, io.BufferedReader(CappedReader(stream, member_name, budget), READ_SIZE)
+                )
 
 
 def make_source(name: str, stream: BinaryIO) -> Source:

@@ -1,0 +1,36 @@
+"""The corpus scorer over the shared corpus (and the CPU runs once they exist) stays above the bar."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from triage_helpers import ROOT
+
+SCORER = Path("/work/shared/tools/score_corpus.py")
+CORPORA = [Path("/work/shared/corpus"), ROOT / "tests" / "fixtures" / "cpu_runs"]
+
+
+def _score(corpus: Path) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, str(SCORER), str(corpus), "--python", sys.executable],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    marks = dict(re.findall(r"(\w+) \d+/\d+ \((\d+)%\)", proc.stdout.splitlines()[-1]))
+    return {name: int(value) / 100 for name, value in marks.items()}
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda path: path.name)
+def test_it_scores_at_least_ninety_percent_on_category(corpus):
+    if not SCORER.exists() or not any(corpus.glob("*/truth.json")):
+        pytest.skip(f"no scorer or no cases in {corpus}")
+    marks = _score(corpus)
+    assert marks["category"] >= 0.9, marks
+    assert marks.get("exception", 1.0) >= 0.9, marks
+    assert marks.get("rank", 1.0) >= 0.9, marks

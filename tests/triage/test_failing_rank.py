@@ -1,0 +1,172 @@
+"""The first failing rank: the rank that started the cascade, not the loudest one or the launcher's guess."""
+
+from __future__ import annotations
+
+from triage_helpers import write
+
+from triage import diagnose
+
+FAILURES_BLOCK = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-30_15:04:29
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : {code1} (pid: 22095)
+  error_file: <N/A>
+  traceback : {trace1}
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-30_15:04:28
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 22094)
+  error_file: /tmp/torchelastic/attempt_0/0/error.json
+  traceback : Traceback (most recent call last):
+    File "/w/train.py", line 34, in main
+  RuntimeError: {root_message}
+============================================================
+"""
+
+
+def test_it_blames_the_silent_rank_in_a_collective_timeout(tmp_path):
+    log = write(
+        tmp_path / "t.log",
+        (
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/w/train.py", line 34, in main\n'
+            "[rank0]: RuntimeError: [gloo/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete\n"
+            "W1130 15:04:29.411000 22091 api.py:1028] Sending process 22095 closing signal SIGTERM\n"
+            + FAILURES_BLOCK.format(
+                code1="-15",
+                trace1="Signal 15 (SIGTERM) received by PID 22095",
+                root_message="Timed out waiting 5000ms for recv operation to complete",
+            )
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == 1
+    assert result.to_dict()["launcher_root_cause_rank"] == 0
+    assert result.launcher_verdict_wrong is True
+    statuses = {rank.rank: rank.status for rank in result.ranks}
+    assert statuses[1] == "failed"
+
+
+def test_it_blames_the_rank_killed_by_sigkill_not_the_one_that_lost_its_peer(tmp_path):
+    log = write(
+        tmp_path / "k.log",
+        (
+            "[rank0]: RuntimeError: [gloo/pair.cc:537] Read error [127.0.0.1]:13221: Connection reset by peer\n"
+            "W1130 15:04:36.598000 22141 api.py:1028] Sending process 22144 closing signal SIGTERM\n"
+            "E1130 15:04:36.615000 22141 api.py:1002] failed (exitcode: -9) local_rank: 1 (pid: 22145) of binary: py\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "host_oom"
+    assert result.failing_rank == 1
+    assert result.root_cause.exception is None
+    assert {rank.rank: rank.exit_code for rank in result.ranks}[1] == -9
+
+
+def test_it_confirms_host_oom_with_the_kernel_oom_killer(tmp_path):
+    log = write(
+        tmp_path / "s.log",
+        (
+            "srun: error: gpu-node-12: task 3: Killed\n"
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=4411.0. Some of the step tasks have been OOM Killed.\n"
+            "srun: error: gpu-node-12: tasks 0-2: Terminated\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "host_oom"
+    assert result.failing_rank == 3
+    assert result.confidence >= 0.8
+
+
+def test_it_blames_the_reporting_rank_when_no_other_rank_is_known(tmp_path):
+    log = write(
+        tmp_path / "w.log",
+        (
+            "{'loss': 0.0, 'learning_rate': 1e-05, 'epoch': 0.01}\n"
+            "[rank5]:[E602 11:17:52.185 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=70, OpType=ALLREDUCE, NumelIn=1, Timeout(ms)=1800000) ran for 1800040 ms\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == 5
+    assert result.root_cause.exception is None
+
+
+def test_it_prefers_a_real_error_over_a_later_timeout_on_another_rank(tmp_path):
+    log = write(
+        tmp_path / "m.log",
+        (
+            "[rank2]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n"
+            "[rank0]: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST, "
+            "Timeout(ms)=600000) ran for 600100 milliseconds before timing out.\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "gpu_oom"
+    assert result.failing_rank == 2
+
+
+def test_it_ignores_distractor_warnings(tmp_path):
+    log = write(
+        tmp_path / "d.log",
+        (
+            "/usr/lib/python3/site-packages/torch/nn/parallel/distributed.py:1100: UserWarning: find_unused_parameters=True "
+            "was specified in DDP constructor, but did not find any unused parameters.\n"
+            "FutureWarning: `tokenizer` is deprecated and will be removed in version 5.0.0\n"
+            "{'loss': 0.0, 'grad_norm': nan, 'epoch': 0.3}\n"
+            "[rank1]: Traceback (most recent call last):\n"
+            '[rank1]:   File "/w/train.py", line 12, in load\n'
+            "[rank1]: json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 99 (char 98)\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "data_corrupt"
+    assert result.failing_rank == 1
+
+
+def test_it_names_the_one_rank_missing_from_the_timeout_reports(tmp_path):
+    lines = [
+        f"[E ProcessGroupNCCL.cpp:737] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum=46, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out."
+        for rank in (0, 1, 2, 4, 5)
+    ]
+    result = diagnose([write(tmp_path / "gap.log", "\n".join(lines) + "\n")])
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == 3
+
+
+def test_it_does_not_guess_when_every_rank_reports_the_timeout(tmp_path):
+    lines = [
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:737] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum=46, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds"
+        for rank in (0, 1)
+    ]
+    result = diagnose(
+        [write(tmp_path / "all.log", "\n".join(lines) + "\n")], command="torchrun --nproc_per_node 2 t.py"
+    )
+    assert result.failing_rank is None
+
+
+def test_it_names_the_rank_that_crashed_on_a_signal_even_without_a_signature(tmp_path):
+    log = write(
+        tmp_path / "segv.log",
+        (
+            "[rank0]: RuntimeError: [gloo/pair.cc:537] Read error [127.0.0.1]:13221: Connection reset by peer\n"
+            "W1130 15:04:36.598000 22141 api.py:1028] Sending process 22144 closing signal SIGTERM\n"
+            "E1130 15:04:36.615000 22141 api.py:1002] failed (exitcode: -11) local_rank: 1 (pid: 22145) of binary: py\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.category == "unknown"
+    assert result.failing_rank == 1

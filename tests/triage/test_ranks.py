@@ -1,0 +1,101 @@
+"""Rank attribution from every prefix style and from per-rank files."""
+
+from __future__ import annotations
+
+import pytest
+from triage_helpers import write
+
+from triage import diagnose
+from triage.ranks import split_prefix
+
+
+@pytest.mark.parametrize(
+    "line, rank, host",
+    [
+        ("[rank3]: KeyError: 'x'", 3, None),
+        ("[default3]:KeyError: 'x'", 3, None),
+        ("[default3]:[rank3]: KeyError: 'x'", 3, None),
+        ("  3: KeyError: 'x'", 3, None),
+        ("[1,3]<stderr>:KeyError: 'x'", 3, None),
+        ("worker-2: [rank3]: KeyError: 'x'", 3, "worker-2"),
+        ("10.0.0.12: KeyError: 'x'", None, "10.0.0.12"),
+        ("KeyError: 'x'", None, None),
+    ],
+)
+def test_it_reads_each_prefix_style(line, rank, host):
+    parsed = split_prefix(line)
+    assert parsed.rank == rank
+    assert parsed.host == host
+    assert parsed.text.startswith("KeyError")
+
+
+def test_it_does_not_take_a_timestamp_or_exception_for_a_prefix():
+    assert split_prefix("2024-01-01 10:00:00: started").rank is None
+    assert split_prefix("RuntimeError: boom").host is None
+
+
+def test_it_finds_a_rank_prefix_after_an_unterminated_progress_bar():
+    parsed = split_prefix(" 1%|▏ | 24/1752 [01:08<1:22:56,  2.88s/it][rank5]:[E602 11:17:52.185] boom")
+    assert parsed.rank == 5
+
+
+@pytest.mark.parametrize("prefix", ["[rank{r}]: ", "[default{r}]:", "{r}: ", "[1,{r}]<stdout>:"])
+def test_it_attributes_the_failure_to_the_prefixed_rank(tmp_path, prefix):
+    lines = [
+        prefix.format(r=0) + "step 10 ok",
+        prefix.format(r=2) + "Traceback (most recent call last):",
+        prefix.format(r=2) + '  File "/w/t.py", line 4, in __getitem__',
+        prefix.format(r=0) + "step 11 ok",
+        prefix.format(r=2) + "KeyError: 'messages'",
+    ]
+    result = diagnose([write(tmp_path / "mixed.log", "\n".join(lines) + "\n")])
+    assert result.failing_rank == 2
+    assert result.category == "data_schema"
+
+
+def test_it_maps_local_rank_files_of_a_log_dir_tree(tmp_path):
+    root = tmp_path / "logs" / "run_x" / "attempt_0"
+    write(root / "0" / "stderr.log", "[W] nothing\n")
+    write(
+        root / "1" / "stderr.log",
+        'Traceback (most recent call last):\n  File "/w/t.py", line 1, in f\n'
+        "OSError: [Errno 28] No space left on device\n",
+    )
+    result = diagnose([tmp_path / "logs"])
+    assert result.failing_rank == 1
+    assert result.category == "storage"
+
+
+def test_it_reads_rank_from_per_rank_file_names(tmp_path):
+    write(tmp_path / "node0_rank0.log", "ok\n")
+    write(
+        tmp_path / "node0_rank5.log",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n",
+    )
+    result = diagnose([tmp_path / "node0_rank0.log", tmp_path / "node0_rank5.log"])
+    assert result.failing_rank == 5
+
+
+def test_it_uses_the_launcher_to_attribute_unprefixed_tracebacks(tmp_path):
+    log = write(
+        tmp_path / "u.log",
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/w/train.py", line 210, in __getitem__\n'
+            '    data = [e["conversations"] for e in sources]\n'
+            "KeyError: 'conversations'\n"
+            "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 71411 closing signal SIGTERM\n"
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 71412) of "
+            "binary: /usr/bin/python\n"
+        ),
+    )
+    result = diagnose([log])
+    assert result.failing_rank == 1
+    assert result.launcher == "torchrun"
+
+
+def test_it_peels_stacked_prefixes():
+    parsed = split_prefix("3: [rank3]: KeyError: 'x'")
+    assert (parsed.rank, parsed.text) == (3, "KeyError: 'x'")
+    parsed = split_prefix("node-2: [default5]:[rank5]: KeyError: 'x'")
+    assert (parsed.rank, parsed.host, parsed.text) == (5, "node-2", "KeyError: 'x'")

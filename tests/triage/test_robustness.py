@@ -1,0 +1,60 @@
+"""Whatever bytes arrive, the engine returns a diagnosis (never a crash)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triage import diagnose
+
+FRAGMENTS = [
+    "Traceback (most recent call last):",
+    '  File "/w/t.py", line 3, in f',
+    "KeyError: 'x'",
+    "[rank1]: ",
+    "[default0]:",
+    "During handling of the above exception, another exception occurred:",
+    "Failures:",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  exitcode  : -9 (pid: 12)",
+    "  rank      : 0 (local_rank: 0)",
+    "╭── Traceback (most recent call last) ──╮",
+    "│ /w/t.py:3 in f │",
+    "╰────╯",
+    "failed (exitcode: 1) local_rank: 0 (pid: 1)",
+    "Watchdog caught collective operati",
+    "CUDA out of memory",
+    "\r",
+    "\x1b[31m",
+    "\x00",
+    "RuntimeError:",
+    "srun: error: n1: task 0: Killed",
+    "  3: ",
+    "\n",
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(FRAGMENTS),
+            st.text(max_size=40),
+            st.binary(max_size=40).map(lambda raw: raw.decode("latin-1")),
+        ),
+        max_size=60,
+    )
+)
+def test_it_always_returns_a_valid_diagnosis(pieces):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.log"
+        path.write_bytes("\n".join(pieces).encode("utf-8", errors="surrogatepass").replace(b"\xed", b"?"))
+        data = diagnose([path]).to_dict()
+        json.dumps(data)
+        assert data["category"]
+        assert 0 <= data["confidence"] <= 1

@@ -1,0 +1,295 @@
+"""diagnose(inputs) -> Diagnosis: the pipeline sources -> scan -> decide -> fixes/timeline/fingerprint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from triage import fixes as fix_builders
+from triage import memory as memory_module
+from triage.decide import Verdict, decide
+from triage.diagnosis import Diagnosis, Evidence, RootCause
+from triage.engine import Collector
+from triage.fingerprint import fingerprint
+from triage.inputs import launcher_from_command, load_config, load_data_sample, world_size_from_command
+from triage.limits import Limits
+from triage.sources import open_sources
+from triage.text import mask_deep, mask_secrets
+from triage.timeline import rank_statuses
+
+DEFAULT_FIXES = {
+    "data_schema": ["convert_data_format"],
+    "data_corrupt": ["fix_data_file"],
+    "data_pipeline": ["fix_data_file"],
+    "gpu_oom": ["reduce_batch_size", "enable_gradient_checkpointing"],
+    "host_oom": ["reduce_dataloader_workers", "reduce_batch_size"],
+    "dataloader_worker": ["reduce_dataloader_workers"],
+    "nccl_timeout": ["increase_timeout", "set_nccl_env"],
+    "nccl_error": ["set_nccl_env"],
+    "rendezvous": ["fix_rendezvous"],
+    "version_mismatch": ["pin_versions"],
+    "config_invalid": ["fix_config"],
+    "cuda_error": ["debug_cuda"],
+    "hardware": ["replace_hardware"],
+    "storage": ["free_disk", "fix_path"],
+    "model_load": ["fix_path"],
+    "numerical": ["fix_numerics"],
+    "code_bug": ["fix_code"],
+    "unknown": [],
+}
+
+
+def diagnose(
+    paths: Sequence[str | Path],
+    command: str | None = None,
+    config_paths: Sequence[str | Path] = (),
+    data_path: str | Path | None = None,
+    limits: Limits | None = None,
+    names: Mapping[str, str] | None = None,
+) -> Diagnosis:
+    configs = {Path(path).name: load_config(path) for path in config_paths}
+    data_sample = load_data_sample(data_path) if data_path else None
+    nproc, command_world = world_size_from_command(command)
+    memory = memory_module.MemorySeriesCollector()
+    collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc)
+    for source in open_sources(paths, limits, names):
+        collector.add(source)
+    collected = collector.out
+    collected.launcher.resolve_ranks()
+    world_size = _world_size(collected, command_world)
+    verdict = decide(collected, world_size)
+    try:
+        memory_result = memory.result()
+    except Exception:
+        memory_result = {"series": [], "oom": None}
+    diagnosis = _build(collected, verdict, world_size, command, configs, data_sample, memory_result)
+    return Diagnosis.from_dict(mask_deep(diagnosis.to_dict()))
+
+
+def _world_size(collected, command_world: int | None) -> int | None:
+    if command_world:
+        return command_world
+    facts = collected.launcher
+    if facts.world_size:
+        return facts.world_size
+    ranks = [item.rank for item in facts.exits if item.rank is not None]
+    if ranks and any(item.root_cause_block for item in facts.exits):
+        return max(ranks) + 1
+    return None
+
+
+def _build(
+    collected, verdict: Verdict, world_size, command, configs, data_sample, memory_result
+) -> Diagnosis:
+    winner = verdict.candidate
+    launcher = (
+        (collected.launcher.launchers[0] if collected.launcher.launchers else None)
+        or launcher_from_command(command)
+        or _launcher_from_frames(collected)
+    )
+    if winner is None:
+        category, confidence, kinds, facts, rule_id = "unknown", 0.1, [], {}, None
+    else:
+        category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
+        kinds = _fix_kinds(winner, collected, verdict)
+        confidence = round(
+            min(0.97, 0.35 + winner.weight * 0.6 + (0.05 if verdict.root_traceback else 0.0)), 2
+        )
+    evidence = _evidence(verdict)
+    root_cause = None
+    if winner is None and verdict.root_traceback is not None:
+        tb = verdict.root_traceback
+        root_cause = RootCause(
+            rank=verdict.failing_rank,
+            exception=verdict.exception,
+            message=(verdict.message or "")[:2000] or None,
+            frames=[
+                {key: frame[key] for key in ("file", "line", "function") if key in frame}
+                for frame in tb.frames
+            ][-30:],
+            evidence=[Evidence(item["source"], item["line"], item["text"][:1000]) for item in tb.evidence()],
+        )
+    if winner is not None:
+        frames = [
+            {key: frame[key] for key in ("file", "line", "function") if key in frame}
+            for frame in (verdict.root_traceback.frames if verdict.root_traceback else [])
+        ][-30:]
+        root_cause = RootCause(
+            rank=winner.rank if winner.rank is not None else verdict.failing_rank,
+            exception=verdict.exception,
+            message=(verdict.message or "")[:2000] or None,
+            frames=frames,
+            evidence=evidence[:6],
+        )
+    ranks = rank_statuses(collected, verdict, world_size)
+    if (
+        world_size is None
+        and ranks
+        and any(rank.status in ("terminated", "failed") for rank in ranks)
+        and collected.launcher.exits
+    ):
+        world_size = None
+    fixes = []
+    if kinds:
+        context = fix_builders.FixContext(
+            category=category,
+            command=command,
+            configs=configs,
+            exception=verdict.exception,
+            message=verdict.message,
+            evidence=[item.text for item in evidence],
+            rule_id=rule_id,
+            world_size=world_size,
+            memory={"series": memory_result.get("series", []), "oom": memory_result.get("oom")},
+            data_sample=data_sample,
+            facts=facts,
+        )
+        try:
+            fixes = fix_builders.build_fixes(kinds, context)
+        except Exception:  # concrete fixes are a bonus; the kinds and reasons must survive a builder bug
+            fixes = [
+                {
+                    "kind": kind,
+                    "title": kind.replace("_", " "),
+                    "why": "",
+                    "command": None,
+                    "env": {},
+                    "verified": None,
+                }
+                for kind in kinds
+            ]
+    try:
+        estimate = memory_module.estimate(command, configs, facts)
+    except Exception:
+        estimate = None
+    summary = _summary(category, verdict, winner)
+    launcher_rank = collected.launcher.root_cause_rank
+    wrong = (
+        launcher_rank is not None
+        and verdict.failing_rank is not None
+        and launcher_rank != verdict.failing_rank
+    )
+    return Diagnosis(
+        category=category,
+        confidence=confidence,
+        summary=mask_secrets(summary),
+        launcher=launcher,
+        world_size=world_size,
+        failing_rank=verdict.failing_rank,
+        root_cause=root_cause,
+        ranks=ranks,
+        fixes=fixes,
+        memory={"series": memory_result.get("series", []), "estimate": estimate},
+        fingerprint=fingerprint(
+            category,
+            rule_id,
+            verdict.exception,
+            verdict.message,
+            verdict.root_traceback.frames if verdict.root_traceback else None,
+        ),
+        rule_id=rule_id,
+        evidence=evidence,
+        launcher_root_cause_rank=launcher_rank,
+        launcher_verdict_wrong=wrong,
+        launcher_verdict_reason=(
+            f"the launcher names rank {launcher_rank} (earliest error file), but "
+            f"{verdict.reason}: rank {verdict.failing_rank}"
+        )
+        if wrong
+        else None,
+        facts=facts,
+    )
+
+
+def _launcher_from_frames(collected) -> str:
+    files = [frame.get("file", "") for tb in collected.tracebacks[:200] for frame in tb.frames]
+    joined = "\n".join(files)
+    if "deepspeed/launcher" in joined or "/deepspeed/" in joined:
+        return "deepspeed"
+    if "accelerate/commands" in joined or "/accelerate/" in joined:
+        return "accelerate"
+    if "torch/distributed/run.py" in joined or "torch/distributed/launch" in joined:
+        return "torchrun"
+    if "slurm" in collected.launcher.launchers:
+        return "slurm"
+    if files and not collected.prefix_styles and not collected.launcher.exits:
+        return "python"
+    return "unknown"
+
+
+def _fix_kinds(winner, collected, verdict: Verdict) -> list[str]:
+    kinds = list(winner.fixes)
+    if winner.category == "host_oom":
+        phase = None
+        track = collected.tracks.get(verdict.failing_rank) if verdict.failing_rank is not None else None
+        phases = [t.phase for t in collected.tracks.values() if t.phase] + (
+            [collected.unranked.phase] if collected.unranked.phase else []
+        )
+        phase = (track.phase if track and track.phase else None) or (phases[-1] if phases else None)
+        if phase == "loading":
+            # every rank materialising the full checkpoint in RAM at once
+            kinds = ["fix_config", "shard_more", "reduce_dataloader_workers"]
+    for kind in DEFAULT_FIXES.get(winner.category, []):
+        if kind not in kinds:
+            kinds.append(kind)
+    seen, out = set(), []
+    for kind in kinds:
+        if kind not in seen:
+            seen.add(kind)
+            out.append(kind)
+    return out
+
+
+def _evidence(verdict: Verdict) -> list[Evidence]:
+    winner = verdict.candidate
+    if winner is None:
+        return []
+    items: list[Evidence] = []
+    if winner.source is not None:
+        items.append(Evidence(winner.source, winner.line, winner.text[:1000]))
+    tb = verdict.root_traceback
+    if tb is not None:
+        for item in tb.evidence():
+            if not any(
+                existing.line == item["line"] and existing.source == item["source"] for existing in items
+            ):
+                items.append(Evidence(item["source"], item["line"], item["text"][:1000]))
+    for hit in winner.confirmations:
+        items.append(Evidence(hit.source, hit.line, hit.text[:1000]))
+    return items[:12]
+
+
+def _summary(category: str, verdict: Verdict, winner) -> str:
+    if winner is None and verdict.exception:
+        return (
+            f"The job raised {verdict.exception}: {(verdict.message or '')[:160]!r}, which matches no known failure "
+            "family; read the evidence lines."
+        )
+    if winner is None:
+        return "No known failure signature was found in the logs; the engine cannot tell what went wrong."
+    reporter = winner.rank if winner.rank is not None else verdict.failing_rank
+    who = f"Rank {reporter}" if reporter is not None else "The job"
+    what = f"raised {verdict.exception}" if verdict.exception else "failed"
+    message = (verdict.message or "").strip()
+    if len(message) > 160:
+        message = message[:157] + "..."
+    detail = f" {message!r}" if message and verdict.exception else (f": {message}" if message else "")
+    values = _Blank({k: v for k, v in winner.facts.items() if isinstance(v, str | int)})
+    values.setdefault("signal", "a signal")
+    try:
+        why = winner.summary.format_map(values) if winner.summary else ""
+    except (ValueError, IndexError):
+        why = winner.summary
+    text = f"{who} {what}{detail}"
+    if why:
+        text += f" - {why}"
+    if verdict.failing_rank is not None and verdict.failing_rank != reporter:
+        text += f". The first failing rank is {verdict.failing_rank}: {verdict.reason}"
+    elif verdict.failing_rank is None and category == "nccl_timeout":
+        text += f". {verdict.reason[:1].upper() + verdict.reason[1:]}" if verdict.reason else ""
+    return text + "."
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"

@@ -1,0 +1,364 @@
+"""Stage 1: stream every source once and collect what the later stages need, in bounded memory:
+rule hits, tracebacks, launcher facts, per-rank progress and events, memory lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+
+from triage import grepscan, launchers, rules, timestamps
+from triage.collected import Collected, Hit
+from triage.ranks import mentioned_rank, split_prefix
+from triage.rules import CASCADE, HINT
+from triage.scan import LineScanner, compile_literals
+from triage.sources import Source
+from triage.text import clean_line
+from triage.tracebacks import HEADER, Traceback, TracebackAssembler, parse_exception_line
+
+MAX_HITS = 5000
+MAX_TRACEBACKS = 2000
+EXTRA_LITERALS = (
+    HEADER,
+    'File "',
+    "Error",
+    "Exception",
+    "error",
+    "Killed",
+    "Signal",
+    "signal",
+    "Loading checkpoint shards",
+    "The above exception",
+    "During handling",
+    "RemoteTraceback",
+    "Traceback",
+    "terminate called",
+    "what():",
+    "│",
+)
+_WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{4} |^\[W ")
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
+_NOT_CONTINUATION = re.compile(
+    r"Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
+    r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ "
+)
+_LAUNCHER_LINE = re.compile(
+    r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"
+    r"ChildFailedError|Sending process|Main process received"
+)
+_STEP = re.compile(r"(\d+)/(\d+) \[")
+_PHASE_LOADING = re.compile(r"Loading checkpoint shards|Loading model|from_pretrained|Loading weights", re.I)
+_PHASE_DATA = re.compile(
+    r"Running tokenizer|Converting format|\bMap\b|Tokeniz|Generating train split|num_proc", re.I
+)
+
+
+class Collector:
+    def __init__(
+        self, memory_collector=None, memory_literals: tuple[str, ...] = (), nproc_per_node: int | None = None
+    ):
+        self.out = Collected()
+        self.memory = memory_collector
+        self.memory_literals = tuple(literal.lower() for literal in memory_literals)
+        self.memory_pattern = (
+            re.compile("|".join(re.escape(literal) for literal in memory_literals), re.IGNORECASE)
+            if memory_collector is not None and memory_literals
+            else None
+        )
+        self.nproc = nproc_per_node
+        self.rules = rules.registry()
+        self.pending_message = None
+        self._in_error_file = False
+        literal_list = (
+            list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
+        )
+        literal_list = _minimal(literal_list)
+        self.literal_list = literal_list
+        self.pattern = compile_literals(literal_list)
+
+    def add(self, source: Source) -> None:
+        self.out.sources.append(source.name)
+        rank_hint = source.rank_hint
+        if source.local_rank_hint is not None:
+            node = source.node_hint or 0
+            rank_hint = (
+                node * self.nproc + source.local_rank_hint
+                if (self.nproc and source.node_hint)
+                else source.local_rank_hint
+            )
+        stream = source.stream
+        if source.is_error_file:
+            stream = self._error_file(source, rank_hint)
+            if stream is None:
+                return
+        self._in_error_file = source.is_error_file
+        scanner = self._scanner(source, stream)
+        assemblers: dict[int | None, TracebackAssembler] = {}
+        for lineno, raw in scanner:
+            follow = self._line(source.name, lineno, raw, rank_hint, assemblers)
+            if follow > scanner.follow:
+                scanner.follow = follow
+        for lineno, raw in scanner.progress_samples:
+            self._progress(source.name, lineno, raw, rank_hint)
+        if not any(hit.rule.sampled and hit.source == source.name for hit in self.out.hits):
+            return
+        # chatter rules (NCCL INFO) only count when the log stops in the middle of them
+        last_other = max(
+            (line for line, raw in scanner.progress_samples if b"NCCL INFO" not in raw), default=0
+        )
+        self.out.hits = [
+            hit
+            for hit in self.out.hits
+            if not (
+                hit.rule.sampled
+                and hit.source == source.name
+                and (hit.line < scanner.lines_total - 3 or hit.line < last_other)
+            )
+        ]
+
+    def _scanner(self, source: Source, stream):
+        path = getattr(source, "path", None)
+        if path is not None and not source.is_error_file and grepscan.available():
+            try:
+                if os.path.getsize(path) >= grepscan.MIN_SIZE:
+                    return grepscan.GrepScanner(str(path), self.literal_list, pattern=self.pattern)
+            except OSError:
+                pass
+        return LineScanner(stream, self.pattern)
+
+    def _error_file(self, source: Source, rank: int | None):
+        raw = source.stream.read(16 * 1024 * 1024)
+        try:
+            data = json.loads(raw.decode("utf-8", errors="replace"))
+            message = data.get("message", {})
+            if isinstance(message, str):
+                message = {"message": message}
+            info = message.get("extraInfo") or {}
+            callstack = info.get("py_callstack") or ""
+            text = message.get("message") or ""
+            stamp = info.get("timestamp")
+        except (ValueError, AttributeError):
+            return None
+        self.out.error_files.append(
+            {
+                "source": source.name,
+                "rank": rank,
+                "message": text,
+                "timestamp": float(stamp) if str(stamp or "").isdigit() else None,
+            }
+        )
+        body = callstack if HEADER in callstack else text
+        return io.BytesIO(body.encode("utf-8", errors="replace"))
+
+    def _line(self, source: str, lineno: int, raw: bytes, rank_hint, assemblers) -> int:
+        out = self.out
+        text = clean_line(raw)
+        if not text:
+            return 0
+        prefixed = split_prefix(text)
+        if prefixed.style:
+            out.prefix_styles.add(prefixed.style)
+        rank = prefixed.rank if prefixed.rank is not None else rank_hint
+        body = prefixed.text
+        out.seq += 1
+        # an error.json repeats what the rank's own log says; cite the log when both have it
+        seq = out.seq + (10**9 if self._in_error_file else 0)
+        if out.year is None:
+            out.year = timestamps.year_of(body)
+        t = timestamps.parse(body, out.year)
+        track = out.track(rank)
+        if track is not None:
+            if track.first_seq is None:
+                track.first_seq = seq
+                track.first_line = (source, lineno, body[:300])
+            if t is not None:
+                track.last_t = t
+        if self.memory_pattern is not None and self.memory_pattern.search(body):
+            try:
+                self.memory.feed(source, rank, lineno, body, t)
+            except Exception:  # the memory series is an extra; a bad line must not cost the diagnosis
+                self.memory_pattern = None
+        follow = launchers.feed(out.launcher, source, lineno, body, rank, prefixed.host)
+        assembler = assemblers.get(rank)
+        if assembler is None:
+            assembler = assemblers[rank] = TracebackAssembler(source, rank, out.tracebacks)
+        if self._continue_message(source, rank, body):
+            return 0
+        finished_before = len(out.tracebacks)
+        was_open = assembler.open
+        assembler.feed(lineno, body, seq, t)
+        if not was_open and not assembler.open and len(out.tracebacks) == finished_before:
+            self._bare_exception(source, lineno, body, rank, seq, t)
+        if len(out.tracebacks) > finished_before:
+            finished = out.tracebacks[-1]
+            if finished.chained_to_previous and finished_before > 0:
+                finished.previous = _previous_of(out.tracebacks, finished)
+            if len(out.tracebacks) > MAX_TRACEBACKS:
+                del out.tracebacks[MAX_TRACEBACKS // 2 : MAX_TRACEBACKS // 2 + 1]
+            self.pending_message = [finished, source, rank, 3]
+            follow = max(follow, 3)
+        if self.pending_message is not None:
+            follow = max(follow, 3)
+        if assembler.open or "Traceback" in body or 'File "' in body or "RemoteTraceback" in body:
+            follow = max(follow, 40)
+        inside_body = was_open and assembler.open
+        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body)
+        if _PHASE_LOADING.search(body) and track is not None:
+            track.phase = "loading"
+        return follow
+
+    def _bare_exception(self, source, lineno, body, rank, seq, t) -> None:
+        parsed = parse_exception_line(body)
+        if (
+            parsed is None
+            or not _EXCEPTION_NAME.search(parsed[0])
+            or len(self.out.bare_exceptions) >= MAX_HITS
+        ):
+            return
+        item = {
+            "source": source,
+            "line": lineno,
+            "rank": rank,
+            "exception": parsed[0],
+            "message": parsed[2],
+            "text": body[:1000],
+            "seq": seq,
+            "t": t,
+        }
+        self.out.bare_exceptions.append(item)
+        self.pending_message = [item, source, rank, 3]
+
+    def _continue_message(self, source, rank, body) -> bool:
+        """Wrapped exception messages ("... 64 != 4 *" / "8 * 1", "Last error:" / "Duplicate GPU ...")."""
+        pending = self.pending_message
+        if pending is None:
+            return False
+        target, pending_source, pending_rank, left = pending
+        stripped = body.strip()
+        if (
+            pending_source != source
+            or pending_rank != rank
+            or left <= 0
+            or not stripped
+            or len(stripped) > 400
+            or _NOT_CONTINUATION.match(stripped)
+            or parse_exception_line(stripped) is not None
+            or _LAUNCHER_LINE.search(stripped)
+            or timestamps.parse(stripped) is not None
+        ):
+            self.pending_message = None
+            return False
+        pending[3] -= 1
+        if isinstance(target, dict):
+            target["message"] = (target["message"] + " " + stripped)[:2000]
+        else:
+            target.message = (target.message + " " + stripped)[:2000]
+        return False
+
+    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False) -> None:
+        """code_only: the line is a frame or a source line inside a traceback; only frame hints apply."""
+        out = self.out
+        line_hits = []
+        cascade = False
+        stripped = body.lstrip()
+        if (
+            stripped.startswith(
+                ("raise ", "assert ", "except ", "if ", "elif ", "#", "warnings.warn(", "│", "┃")
+            )
+            or "❱" in body
+        ):
+            code_only = True  # source code quoted in a traceback (plain or rich box) is not the error itself
+        for item, match in rules.matching(body):
+            if code_only and item.role != HINT:
+                continue
+            if item.role == CASCADE:
+                cascade = True
+                continue
+            facts = item.facts(match) if item.facts else {}
+            line_hits.append(
+                Hit(
+                    item,
+                    rank if rank is not None else mentioned_rank(body),
+                    source,
+                    lineno,
+                    _after_progress_bar(body, match.start())[:1000],
+                    seq,
+                    t,
+                    facts,
+                )
+            )
+        is_warning = bool(_WARNING.search(body)) and "NCCL WARN" not in body
+        for hit in line_hits:
+            hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)
+        if cascade:
+            out.cascades.append(
+                Hit(
+                    rules.Rule("cascade", "unknown", CASCADE, (), re.compile("")),
+                    rank,
+                    source,
+                    lineno,
+                    body[:500],
+                    seq,
+                    t,
+                )
+            )
+            if len(out.cascades) > MAX_HITS:
+                del out.cascades[MAX_HITS // 2]
+        out.hits.extend(line_hits)
+        if len(out.hits) > MAX_HITS:
+            # keep the earliest and the latest evidence; a million identical warnings add nothing
+            del out.hits[MAX_HITS // 2 : MAX_HITS // 2 + len(line_hits)]
+
+    def _progress(self, source: str, lineno: int, raw: bytes, rank_hint) -> None:
+        text = clean_line(raw)
+        prefixed = split_prefix(text)
+        rank = prefixed.rank if prefixed.rank is not None else rank_hint
+        if "NCCL INFO" in prefixed.text:
+            self.out.seq += 1
+            for item, _match in rules.matching(prefixed.text):
+                if item.sampled and len(self.out.hits) < MAX_HITS:
+                    self.out.hits.append(
+                        Hit(item, rank, source, lineno, prefixed.text[:1000], self.out.seq, None)
+                    )
+            return
+        track = self.out.track(rank) if rank is not None else self.out.unranked
+        step_match = _STEP.search(prefixed.text)
+        step = int(step_match.group(1)) if step_match else None
+        item = (lineno, prefixed.text[:300], timestamps.parse(prefixed.text, self.out.year), step)
+        track.progress_count += 1
+        if track.first_progress is None:
+            track.first_progress = item
+        if track.last_progress is None or lineno >= track.last_progress[0]:
+            track.last_progress = item
+        if _PHASE_LOADING.search(prefixed.text):
+            track.phase = "loading"
+        elif _PHASE_DATA.search(prefixed.text):
+            track.phase = "data"
+        elif step is not None or "loss" in prefixed.text:
+            track.phase = "training"
+
+
+def _minimal(literals: list[str]) -> list[str]:
+    """Drop literals that contain another literal: the shorter one already flags the line."""
+    unique = sorted({literal for literal in literals if literal}, key=len)
+    kept: list[str] = []
+    for literal in unique:
+        if not any(shorter in literal for shorter in kept):
+            kept.append(literal)
+    return kept
+
+
+def _after_progress_bar(body: str, start: int) -> str:
+    """'Steps: 3%|#  | 1/800 [00:17<3:57, 17.8s/it]ERROR: bus error' -> 'ERROR: bus error' (a bar without newline)."""
+    cut = body.rfind("]", 0, start)
+    if cut > 0 and ("it/s" in body[:cut] or "s/it" in body[:cut] or "%|" in body[:cut]):
+        return body[cut + 1 :].lstrip()
+    return body
+
+
+def _previous_of(tracebacks: list[Traceback], current: Traceback) -> Traceback | None:
+    for candidate in reversed(tracebacks[:-1]):
+        if candidate.source == current.source and candidate.rank == current.rank:
+            return candidate
+    return None

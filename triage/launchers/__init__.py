@@ -1,0 +1,112 @@
+"""What the launchers say about their children: exit codes, signals, "Root Cause" blocks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from triage.launchers import deepspeed, slurm, torchrun
+
+PARSERS = (torchrun, deepspeed, slurm)
+LITERALS: tuple[str, ...] = tuple(lit for parser in PARSERS for lit in parser.LITERALS)
+
+SIGNALS = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    4: "SIGILL",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    13: "SIGPIPE",
+    15: "SIGTERM",
+}
+
+
+@dataclass
+class RankExit:
+    rank: int | None
+    local_rank: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    pid: int | None = None
+    time: str | None = None
+    host: str | None = None
+    source: str = ""
+    line: int = 0
+    text: str = ""
+    root_cause_block: bool = False
+    error_file: str | None = None
+
+
+@dataclass
+class LauncherFacts:
+    launchers: list[str] = field(default_factory=list)  # in order of first sight
+    exits: list[RankExit] = field(default_factory=list)
+    sigterm_pids: set[int] = field(default_factory=set)
+    root_cause_rank: int | None = None
+    world_size: int | None = None
+    kernel_oom: list[dict] = field(default_factory=list)  # evidence of the kernel/slurm OOM killer
+    state: dict = field(default_factory=dict)  # parser scratch space (block parsing)
+
+    def saw(self, launcher: str) -> None:
+        if launcher not in self.launchers:
+            self.launchers.append(launcher)
+
+    def add_exit(self, item: RankExit) -> None:
+        if item.exit_code is not None and item.exit_code < 0 and not item.signal:
+            item.signal = SIGNALS.get(-item.exit_code)
+        if len(self.exits) < 4096:
+            self.exits.append(item)
+
+    def resolve_ranks(self) -> None:
+        """local_rank + node -> global rank, where the launcher told us the node layout (DeepSpeed world info)."""
+        slots = self.state.get("node_slots") or []
+        offsets, total = {}, 0
+        for host, count in slots:
+            offsets[host] = total
+            total += count
+        for item in self.exits:
+            if item.rank is None and item.local_rank is not None:
+                if item.host in offsets:
+                    item.rank = offsets[item.host] + item.local_rank
+                elif not slots or len(slots) == 1:
+                    item.rank = item.local_rank
+
+    def exit_for(self, rank: int) -> RankExit | None:
+        """The most telling exit record of a rank (a real exit code beats a bare mention)."""
+        best = None
+        for item in self.exits:
+            if item.rank == rank and (
+                best is None or (best.exit_code is None and item.exit_code is not None)
+            ):
+                best = item
+        return best
+
+    def is_sigterm_only(self, rank: int) -> bool:
+        item = self.exit_for(rank)
+        if item is None:
+            return False
+        return (
+            item.exit_code == -15
+            or item.signal == "SIGTERM"
+            or (item.pid is not None and item.pid in self.sigterm_pids)
+        )
+
+
+QUICK = _QUICK = re.compile(
+    "|".join(re.escape(literal) for literal in sorted(set(LITERALS), key=len, reverse=True))
+)
+
+
+def feed(
+    facts: LauncherFacts, source: str, lineno: int, text: str, rank: int | None, host: str | None = None
+) -> int:
+    """Returns how many following lines the caller should pass through unconditionally."""
+    if not _QUICK.search(text) and not (facts.state.get("torchrun") or {}).get("block"):
+        return 0
+    facts.state["current_host"] = host
+    follow = 0
+    for parser in PARSERS:
+        follow = max(follow, parser.feed(facts, source, lineno, text, rank) or 0)
+    return follow

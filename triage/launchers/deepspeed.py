@@ -1,0 +1,119 @@
+"""DeepSpeed launcher and pdsh runner, accelerate and subprocess wrappers."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+LITERALS = (
+    "WORLD INFO DICT",
+    "world_size",
+    "num_processes",
+    "return code",
+    "Killing subprocess",
+    "launch.py:",
+    "runner.py:",
+    "accelerate/commands",
+    "accelerate launch",
+    "non-zero exit status",
+    "died with <Signals",
+    "received SIGTERM",
+    "exited on signal",
+    "exit code",
+)
+
+_RETURN = re.compile(r"exits with return code = (-?\d+)")
+_LOCAL = re.compile(r"--local_rank=(\d+)")
+_KILLING = re.compile(r"Killing subprocess (\d+)")
+_STATUS = re.compile(r"returned non-zero exit status (-?\d+)")
+_WORLD_INFO = re.compile(r"WORLD INFO DICT: (\{.{0,4000}\})")
+_WORLD_SIZE = re.compile(
+    r"\bdist_world_size=(\d+)|\bworld_size[=:] ?(\d+)|`--num_processes` was set to a value of `(\d+)`"
+)
+_DIED = re.compile(r"died with <Signals\.(SIG\w+): (\d+)>")
+_MPI_SIGNAL = re.compile(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
+_MPI_EXIT = re.compile(r"(?:Process name: \[\[\d+,\d+\],(\d+)\]|rank (\d+)).{0,80}?[Ee]xit code:? (-?\d+)")
+
+
+def feed(facts, source: str, lineno: int, text: str, rank):
+    from triage.launchers import RankExit
+
+    lowered_hint = "deepspeed" in text.lower()
+    if lowered_hint and (
+        "launch.py" in text or "launcher" in text or "runner.py" in text or "[INFO]" in text
+    ):
+        facts.saw("deepspeed")
+    if "accelerate" in text and ("launch" in text or "commands" in text):
+        facts.saw("accelerate")
+    match = _WORLD_INFO.search(text)
+    if match:
+        try:
+            world = ast.literal_eval(match.group(1))
+            facts.state["node_slots"] = [(str(host), len(slots)) for host, slots in world.items()]
+            facts.world_size = facts.world_size or sum(count for _, count in facts.state["node_slots"])
+        except (ValueError, SyntaxError, TypeError, AttributeError):
+            pass
+    match = _WORLD_SIZE.search(text)
+    if match and not facts.world_size:
+        facts.world_size = int(next(group for group in match.groups() if group))
+    match = _RETURN.search(text)
+    if match:
+        local = _LOCAL.search(text)
+        facts.add_exit(
+            RankExit(
+                rank=None,
+                local_rank=int(local.group(1)) if local else None,
+                exit_code=int(match.group(1)),
+                source=source,
+                line=lineno,
+                text=text.strip(),
+                host=facts.state.get("current_host"),
+            )
+        )
+        facts.saw("deepspeed")
+        return 0
+    match = _DIED.search(text)
+    if match:
+        local = _LOCAL.search(text)
+        facts.add_exit(
+            RankExit(
+                rank=None,
+                local_rank=int(local.group(1)) if local else None,
+                exit_code=-int(match.group(2)),
+                signal=match.group(1),
+                source=source,
+                line=lineno,
+                text=text.strip()[:400],
+                host=facts.state.get("current_host"),
+            )
+        )
+        return 0
+    match = _STATUS.search(text)
+    if match and "ssh" not in text:
+        local = _LOCAL.search(text)
+        facts.add_exit(
+            RankExit(
+                rank=None,
+                local_rank=int(local.group(1)) if local else None,
+                exit_code=int(match.group(1)),
+                source=source,
+                line=lineno,
+                text=text.strip()[:400],
+            )
+        )
+        return 0
+    match = _MPI_SIGNAL.search(text)
+    if match:
+        facts.saw("mpirun")
+        facts.add_exit(
+            RankExit(
+                rank=int(match.group(1)),
+                exit_code=-int(match.group(4)),
+                pid=int(match.group(2)),
+                host=match.group(3),
+                source=source,
+                line=lineno,
+                text=text.strip(),
+            )
+        )
+    return 0

@@ -1,0 +1,69 @@
+"""Rank attribution from line prefixes.
+
+Styles: `[rankN]:` (torch), `[defaultN]:` (torchrun --tee), both together, Slurm `srun -l`
+(`N: `), mpirun `[1,N]<stdout>:`, DeepSpeed/pdsh `host: ` (a node, not a rank).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TORCH = re.compile(r"\[(?:rank|default|[A-Za-z_]{1,20}?)(\d{1,6})\]:\s?")
+_MPI = re.compile(r"\[\d{1,4},(\d{1,6})\]<(?:stdout|stderr)>:\s?")
+_MIDLINE = re.compile(r"\[rank(\d{1,6})\]:\s?")
+_SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
+_HOST = re.compile(
+    r"((?:localhost|[a-z0-9][a-z0-9\-]{0,40}\d[a-z0-9\-]{0,20}(?:\.[a-z0-9\-]{1,40}){0,6}|"
+    r"\d{1,3}(?:\.\d{1,3}){3})): "
+)
+# a mention inside the message: "[Rank 5] Watchdog", "rank 3 ", "Rank 0:" (weaker, used by rules)
+MENTION = re.compile(r"\[\s?[Rr]ank\s?(\d{1,6})\s?\]|^[Rr]ank[ _=:]{1,2}(\d{1,6})\b")
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    rank: int | None
+    host: str | None
+    text: str
+    style: str | None
+
+
+def split_prefix(line: str) -> Prefixed:
+    """Peel rank/host prefixes off a cleaned line (several may stack: "3: [rank3]: ...")."""
+    host = None
+    style = None
+    rank = None
+    text = line
+    match = _HOST.match(text)
+    if match and not text.startswith(("http", "https")):
+        host, text, style = match.group(1), text[match.end() :], "host"
+    else:
+        match = _SRUN.match(text)
+        if match:
+            rank, text, style = int(match.group(1)), text[match.end() :], "srun"
+    for _ in range(3):  # "[default1]:[rank1]: ..." carries two prefixes
+        match = _TORCH.match(text)
+        if match:
+            rank = int(match.group(1))
+            text = text[match.end() :]
+            style = "torch"
+            continue
+        match = _MPI.match(text)
+        if match:
+            rank, text, style = int(match.group(1)), text[match.end() :], "mpirun"
+            continue
+        break
+    if rank is None and "[rank" in text:
+        # a progress bar without a newline, then "[rank5]:[E602 ...": the rank's line starts mid-line
+        match = _MIDLINE.search(text)
+        if match:
+            rank, text, style = int(match.group(1)), text[match.end() :], "torch"
+    return Prefixed(rank=rank, host=host, text=text, style=style)
+
+
+def mentioned_rank(text: str) -> int | None:
+    match = MENTION.search(text)
+    if not match:
+        return None
+    return int(match.group(1) or match.group(2))

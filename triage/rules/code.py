@@ -1,0 +1,53 @@
+"""Plain bugs in the training script: wrong devices, shapes, autograd misuse."""
+
+from __future__ import annotations
+
+from triage.rules import ROOT, rule
+
+RULES = [
+    rule(
+        "code.device_mismatch",
+        "code_bug",
+        ROOT,
+        ["Expected all tensors to be on the same device", "Expected object of device type"],
+        r"Expected all tensors to be on the same device|Expected object of device type",
+        ["fix_code"],
+        0.7,
+        "tensors live on different devices: the script moves something to the wrong device",
+    ),
+    rule(
+        "code.shapes",
+        "code_bug",
+        ROOT,
+        ["shapes cannot be multiplied", "must match the size of tensor", "to match target batch_size"],
+        r"shapes cannot be multiplied|must match the size of tensor \w+ \(\d+\)|to match target batch_size",
+        ["fix_code", "fix_config"],
+        0.5,
+        "tensor shapes do not fit each other",
+    ),
+    rule(
+        "code.autograd",
+        "code_bug",
+        ROOT,
+        [
+            "does not require grad",
+            "backward through the graph a second time",
+            "modified by an inplace operation",
+        ],
+        r"element 0 of tensors does not require grad|backward through the graph a second time|"
+        r"modified by an inplace operation",
+        ["fix_code", "fix_config"],
+        0.7,
+        "autograd was misused (frozen parameters, double backward or an in-place change)",
+    ),
+    rule(
+        "code.ddp_unused",
+        "config_invalid",
+        ROOT,
+        ["Expected to have finished reduction in the prior iteration"],
+        r"Expected to have finished reduction in the prior iteration",
+        ["fix_config", "fix_code"],
+        0.8,
+        "DDP found parameters that got no gradient: set find_unused_parameters / ddp_find_unused_parameters",
+    ),
+]

@@ -1,0 +1,101 @@
+"""Training flags or launcher configs that contradict each other or the hardware."""
+
+from __future__ import annotations
+
+from triage.rules import ROOT, rule
+
+RULES = [
+    rule(
+        "config.ds_batch",
+        "config_invalid",
+        ROOT,
+        ["train_batch_size", "Check batch related", "AssertionError: "],
+        r"train_batch_size.{0,60}(?:is not equal|!=)|Check batch related parameters|"
+        r"AssertionError: \d+ != \d+ \* \d+ \* \d+",
+        ["fix_config"],
+        0.85,
+        "the DeepSpeed batch settings disagree: train_batch_size != micro batch x accumulation x world size",
+    ),
+    rule(
+        "config.unused_keys",
+        "config_invalid",
+        ROOT,
+        ["Some keys are not used by the HfArgumentParser"],
+        r"Some keys are not used by the HfArgumentParser",
+        ["fix_config"],
+        0.85,
+        "the config file holds keys that this command does not accept",
+    ),
+    rule(
+        "config.fsdp_wrap",
+        "config_invalid",
+        ROOT,
+        ["transformer layer class", "transformer_layer_cls_to_wrap"],
+        r"Could not find the transformer layer class|transformer_layer_cls_to_wrap.{0,80}(?:not found|invalid)",
+        ["fix_config"],
+        0.85,
+        "the FSDP auto-wrap class does not exist in this model",
+    ),
+    rule(
+        "config.precision",
+        "config_invalid",
+        ROOT,
+        ["bf16", "bfloat16", "fp16", "Ampere", "mixed precision", "unscale FP16", "not implemented for '"],
+        r"(?:bf16|bfloat16).{0,80}(?:not supported|requires|only supported|Ampere)|"
+        r"(?:fp16|bf16) and (?:fp16|bf16).{0,40}(?:can|cannot|both)|(?:fp16|bf16).{0,20}mutually exclusive|"
+        r"(?:fp16|mixed precision).{0,60}(?:requires a GPU|only supported|can only be used)|"
+        r"Ampere (?:GPUs )?or newer|Attempting to unscale FP16 gradients|not implemented for '(?:Half|BFloat16)'",
+        ["fix_config", "enable_mixed_precision"],
+        0.8,
+        "the precision setting is not supported by this hardware",
+    ),
+    rule(
+        "config.deepspeed_config",
+        "config_invalid",
+        ROOT,
+        ["DeepSpeedConfigError", "deepspeed config", "DeepSpeed config"],
+        r"DeepSpeedConfigError|(?:[Ii]nvalid|[Uu]nknown) (?:deepspeed|DeepSpeed) config",
+        ["fix_config"],
+        0.8,
+        "the DeepSpeed config is invalid",
+    ),
+    rule(
+        "config.peft_targets",
+        "config_invalid",
+        ROOT,
+        ["Target modules", "target_modules"],
+        r"Target modules? .{0,300}not found in the base model|[Pp]lease specify `?target_modules",
+        ["fix_config"],
+        0.85,
+        "the LoRA target modules do not exist in this model",
+    ),
+    rule(
+        "config.divisible",
+        "config_invalid",
+        ROOT,
+        ["divisible by", "must be divisible"],
+        r"(?:is not|must be|should be) divisible by",
+        ["fix_config"],
+        0.6,
+        "sizes in the configuration must divide each other",
+    ),
+    rule(
+        "config.flag_conflict",
+        "config_invalid",
+        ROOT,
+        [
+            "requires the",
+            "requires a",
+            "requires an",
+            "cannot be used with",
+            "can not be used with",
+            "are mutually exclusive",
+            "is only available",
+        ],
+        r"--\w+.{0,80}(?:requires (?:the|a|an)|cannot be used with|can not be used with|are mutually exclusive|"
+        r"is only available)",
+        ["fix_config"],
+        0.6,
+        "two training flags contradict each other",
+    ),
+]

@@ -1,0 +1,68 @@
+"""CUDA runtime errors that are not memory exhaustion."""
+
+from __future__ import annotations
+
+from triage.rules import ROOT, rule
+
+RULES = [
+    rule(
+        "cuda.device_assert",
+        "cuda_error",
+        ROOT,
+        ["device-side assert", "Assertion `"],
+        r"device-side assert triggered|Assertion `.{0,200}` failed",
+        ["debug_cuda", "fix_data_file"],
+        0.85,
+        "a CUDA kernel assertion fired (often an index out of range, e.g. a label or token id)",
+    ),
+    rule(
+        "cuda.cublas",
+        "cuda_error",
+        ROOT,
+        ["CUBLAS_STATUS", "CUDNN_STATUS", "cuDNN error", "cublas"],
+        r"CUBLAS_STATUS_(?!ALLOC_FAILED)\w+|CUDNN_STATUS_\w+|cuDNN error",
+        ["pin_versions", "debug_cuda"],
+        0.85,
+        "a cuBLAS/cuDNN call failed (commonly a CUDA toolkit/library build that does not match the GPU)",
+    ),
+    rule(
+        "cuda.misaligned",
+        "cuda_error",
+        ROOT,
+        ["misaligned address"],
+        r"misaligned address",
+        ["fix_config", "debug_cuda"],
+        0.85,
+        "a CUDA kernel read a misaligned address (often fp16 kernels on odd tensor shapes)",
+    ),
+    rule(
+        "cuda.illegal_access",
+        "cuda_error",
+        ROOT,
+        ["illegal memory access", "illegal instruction", "unspecified launch failure"],
+        r"illegal memory access|illegal instruction|unspecified launch failure",
+        ["debug_cuda", "pin_versions"],
+        0.8,
+        "a CUDA kernel crashed",
+    ),
+    rule(
+        "cuda.no_kernel_image",
+        "cuda_error",
+        ROOT,
+        ["no kernel image", "invalid device function", "not compatible with the current PyTorch"],
+        r"no kernel image is available|invalid device function|not compatible with the current PyTorch installation",
+        ["pin_versions"],
+        0.85,
+        "the installed PyTorch build has no kernels for this GPU",
+    ),
+    rule(
+        "cuda.generic",
+        "cuda_error",
+        ROOT,
+        ["CUDA error", "cuda runtime error"],
+        r"CUDA error: (?!out of memory)|cuda runtime error \(\d+\)",
+        ["debug_cuda", "pin_versions"],
+        0.55,
+        "a CUDA runtime error",
+    ),
+]

@@ -1,0 +1,207 @@
+"""Data problems: wrong schema, unreadable files, preprocessing failures."""
+
+from __future__ import annotations
+
+import re
+
+from triage.rules import HINT, ROOT, rule
+
+_FIELDS = (
+    r"conversations?|messages|text|instruction|input|output|prompt|chosen|rejected|response|completion|"
+    r"question|answer|answers|labels?|image|images|content|role|from|value|query|system|history|"
+    r"input_ids|attention_mask|context|target|source|sentence|dialog|dialogue|turns|human|gpt|audio|"
+    r"sentence1|sentence2|caption|tools|id"
+)
+
+
+def _exception_from_class(match: re.Match) -> dict:
+    found = re.search(r"<class '([\w.]+)'>:?\s*(.*)", match.string)
+    if not found:
+        return {}
+    return {"exception": found.group(1).rsplit(".", 1)[-1], "message": found.group(2).strip() or match.string}
+
+
+RULES = [
+    rule(
+        "data.missing_field",
+        "data_schema",
+        ROOT,
+        ["KeyError"],
+        rf"KeyError: ['\"]({_FIELDS})['\"]",
+        ["convert_data_format", "fix_data_file"],
+        0.8,
+        "a training sample lacks the field {missing_key!r} that the script reads",
+        facts=lambda m: {"missing_key": m.group(1)},
+    ),
+    rule(
+        "data.missing_column",
+        "data_schema",
+        ROOT,
+        ["olumn"],
+        r"(?:Column|column)s? (?:to remove )?\[?'?([\w\-]+)'?\]? (?:not in the dataset|not found|does not exist)|"
+        r"[Cc]annot find (?:the )?column|does not have (?:a |the )?column|missing (?:the )?(?:required )?column",
+        ["convert_data_format"],
+        0.8,
+        "the dataset does not have the columns the script expects",
+        facts=lambda m: {"missing_key": m.group(1)} if m.group(1) else {},
+    ),
+    rule(
+        "data.role_tags",
+        "data_schema",
+        ROOT,
+        ["role tag", "roles must alternate", "alternate user/assistant", "Conversation roles must alternate"],
+        r"Invalid role tag|[Rr]oles must alternate|alternate user/assistant",
+        ["convert_data_format", "fix_data_file"],
+        0.85,
+        "the conversation turns in the data do not follow the roles the loader expects",
+    ),
+    rule(
+        "data.format_mismatch",
+        "data_schema",
+        ROOT,
+        ["dataset format", "data format", "Unknown dataset", "formatting"],
+        r"(?:[Uu]nsupported|[Ii]nvalid|[Uu]nknown|[Uu]nexpected) (?:dataset|data) format|"
+        r"does not match the (?:expected )?(?:dataset|data) format",
+        ["convert_data_format"],
+        0.7,
+        "the data is not in the format the loader expects",
+    ),
+    rule(
+        "data.json_decode",
+        "data_corrupt",
+        ROOT,
+        [
+            "JSONDecodeError",
+            "Expecting",
+            "Unterminated string",
+            "Extra data: line",
+            "Invalid control character",
+        ],
+        r"JSONDecodeError|Expecting (?:',' delimiter|value|property name|':' delimiter): line \d+|"
+        r"Unterminated string starting at|Extra data: line \d+|Invalid control character at",
+        ["fix_data_file"],
+        0.85,
+        "a data file is not valid JSON",
+    ),
+    rule(
+        "data.arrow_invalid",
+        "data_corrupt",
+        ROOT,
+        [
+            "ArrowInvalid",
+            "JSON parse error",
+            "Failed to read file",
+            "DatasetGenerationError",
+            "Couldn't cast",
+            "ArrowTypeError",
+        ],
+        r"ArrowInvalid|ArrowTypeError|JSON parse error|Failed to read file|DatasetGenerationError|Couldn't cast",
+        ["fix_data_file"],
+        0.92,
+        "the datasets library could not parse a data file",
+        facts=_exception_from_class,
+    ),
+    rule(
+        "data.unicode",
+        "data_corrupt",
+        ROOT,
+        ["UnicodeDecodeError", "codec can't decode"],
+        r"UnicodeDecodeError|codec can't decode byte",
+        ["fix_data_file"],
+        0.8,
+        "a data file is not valid text",
+    ),
+    rule(
+        "data.pandas_parse",
+        "data_corrupt",
+        ROOT,
+        ["Error tokenizing data", "ParserError", "EOF inside string"],
+        r"Error tokenizing data|ParserError|EOF inside string",
+        ["fix_data_file"],
+        0.75,
+        "a CSV data file cannot be parsed",
+    ),
+    rule(
+        "data.chat_template",
+        "data_pipeline",
+        ROOT,
+        ["chat_template", "chat template"],
+        r"chat_template is not set|[Cc]annot use chat template|no chat template|chat template (?:is not|was not) "
+        r"(?:set|defined)",
+        ["fix_config"],
+        0.85,
+        "the tokenizer has no chat template, so the conversations cannot be formatted",
+    ),
+    rule(
+        "data.map_worker_died",
+        "data_pipeline",
+        ROOT,
+        ["abruptly died"],
+        r"One of the subprocesses has abruptly died",
+        ["reduce_dataloader_workers"],
+        0.85,
+        "a worker process of a datasets.map preprocessing step died (usually memory with many num_proc)",
+    ),
+    rule(
+        "data.padding",
+        "data_pipeline",
+        ROOT,
+        ["padding token", "activate truncation", "expected sequence of length", "text input must be of type"],
+        r"does not have a padding token|activate truncation and/or padding|expected sequence of length \d+|"
+        r"text input must be of type",
+        ["fix_config"],
+        0.75,
+        "the tokenizer/collator cannot batch the samples (padding or truncation)",
+    ),
+    rule(
+        "data.chat_template_frames",
+        "data_pipeline",
+        HINT,
+        ["apply_chat_template"],
+        r"apply_chat_template",
+        ["fix_config"],
+        0.3,
+        "the failure is inside the tokenizer's chat template",
+    ),
+    rule(
+        "data.format_conversion_frames",
+        "data_schema",
+        HINT,
+        ["Converting format of dataset", "align_dataset", "convert_"],
+        r"Converting format of dataset|in (?:align_dataset|convert_\w*(?:format|alpaca|sharegpt)\w*)\b",
+        ["convert_data_format"],
+        0.25,
+        "the failure happened while converting the dataset's format",
+    ),
+    rule(
+        "data.parallel_map",
+        "data_pipeline",
+        HINT,
+        ["num_proc="],
+        r"\(num_proc=(\d{2,})\)",
+        ["reduce_dataloader_workers"],
+        0.2,
+        "a multi-process datasets.map step was running",
+        facts=lambda m: {"num_proc": int(m.group(1))},
+    ),
+    rule(
+        "data.no_loss",
+        "data_schema",
+        ROOT,
+        ["did not return a loss"],
+        r"The model did not return a loss from the inputs",
+        ["convert_data_format", "fix_config"],
+        0.75,
+        "the batches carry no labels, so the model returns no loss",
+    ),
+    rule(
+        "data.empty",
+        "data_pipeline",
+        ROOT,
+        ["num_samples=0", "dataset is empty", "Dataset is empty", "empty dataset"],
+        r"num_samples=0|[Dd]ataset is empty|empty dataset",
+        ["fix_data_file", "convert_data_format"],
+        0.75,
+        "the dataset is empty after loading or filtering",
+    ),
+]

@@ -1,0 +1,80 @@
+"""DataLoader worker deaths and shared memory."""
+
+from __future__ import annotations
+
+from triage.rules import ROOT, rule
+
+RULES = [
+    rule(
+        "dataloader.bus_error",
+        "dataloader_worker",
+        ROOT,
+        ["Bus error", "bus error", "shared memory", "(shm)"],
+        r"is killed by signal: Bus error|[Uu]nexpected bus error encountered in worker|"
+        r"insufficient shared memory|out of shared memory|raise your shared memory limit",
+        ["increase_shm", "reduce_dataloader_workers"],
+        0.85,
+        "a DataLoader worker crashed with a bus error: /dev/shm is too small for the workers",
+    ),
+    rule(
+        "dataloader.shm_full",
+        "dataloader_worker",
+        ROOT,
+        ["/dev/shm", "torch_"],
+        r"No space left on device.{0,200}(?:/dev/shm|torch_\w+)|(?:/dev/shm|unable to write to file </torch_)",
+        ["increase_shm", "reduce_dataloader_workers"],
+        0.8,
+        "shared memory (/dev/shm) is full",
+    ),
+    rule(
+        "dataloader.worker_killed",
+        "dataloader_worker",
+        ROOT,
+        ["is killed by signal"],
+        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? is killed by signal: (?!Bus error|Killed)([\w ]+)",
+        ["reduce_dataloader_workers"],
+        0.8,
+        "a DataLoader worker process died ({signal})",
+        facts=lambda m: {"signal": m.group(1).strip()},
+    ),
+    rule(
+        "dataloader.worker_oom",
+        "host_oom",
+        ROOT,
+        ["is killed by signal: Killed"],
+        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? is killed by signal: Killed",
+        ["reduce_dataloader_workers", "reduce_batch_size"],
+        0.8,
+        "a DataLoader worker was killed by the OOM killer: host RAM ran out",
+    ),
+    rule(
+        "dataloader.open_files",
+        "dataloader_worker",
+        ROOT,
+        ["Too many open files", "shared memory object", "received 0 items of ancdata"],
+        r"Too many open files|unable to open shared memory object|received 0 items of ancdata",
+        ["reduce_dataloader_workers", "increase_shm"],
+        0.75,
+        "DataLoader workers ran out of file descriptors or shared-memory handles",
+    ),
+    rule(
+        "dataloader.bus_error_shell",
+        "dataloader_worker",
+        ROOT,
+        ["Bus error (core dumped)"],
+        r"Bus error \(core dumped\)",
+        ["increase_shm", "reduce_dataloader_workers"],
+        0.5,
+        "the process died of a bus error, most often shared memory (/dev/shm) running out",
+    ),
+    rule(
+        "dataloader.exited",
+        "dataloader_worker",
+        ROOT,
+        ["exited unexpectedly"],
+        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? exited unexpectedly",
+        ["reduce_dataloader_workers"],
+        0.6,
+        "a DataLoader worker exited unexpectedly",
+    ),
+]

@@ -1,0 +1,47 @@
+"""GPU, link and node faults."""
+
+from __future__ import annotations
+
+from triage.rules import ROOT, rule
+
+RULES = [
+    rule(
+        "hardware.ecc",
+        "hardware",
+        ROOT,
+        ["ECC error", "ecc error"],
+        r"(?:uncorrectable )?ECC error",
+        ["replace_hardware"],
+        0.95,
+        "the GPU reported an ECC memory error: a hardware fault",
+    ),
+    rule(
+        "hardware.xid",
+        "hardware",
+        ROOT,
+        [
+            "Xid",
+            "fallen off the bus",
+            "GPU is lost",
+            "device handle",
+            "NVLink",
+            "nvidia-smi has failed",
+            "GPU has fallen",
+        ],
+        r"NVRM: Xid|\bXid \(|fallen off the bus|GPU is lost|Unable to determine the device handle for GPU|"
+        r"NVLink.{0,60}(?:error|fail|down)|nvidia-smi has failed",
+        ["replace_hardware"],
+        0.9,
+        "a GPU stopped responding to the driver (Xid / fallen off the bus)",
+    ),
+    rule(
+        "hardware.unknown_error",
+        "hardware",
+        ROOT,
+        ["CUDA error: unknown error", "uncorrectable"],
+        r"CUDA error: unknown error|uncorrectable (?:NVLink|PCIe|error)",
+        ["replace_hardware"],
+        0.6,
+        "the GPU failed with an unexplained device error",
+    ),
+]

@@ -1,0 +1,79 @@
+"""Memory exhaustion: accelerator (gpu_oom) and host RAM (host_oom)."""
+
+from __future__ import annotations
+
+import re
+
+from triage.rules import CONFIRMATION, HINT, ROOT, rule
+
+GPU_FIXES = ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more", "increase_grad_accum"]
+HOST_FIXES = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
+
+
+def _tried(match: re.Match) -> dict:
+    out = {}
+    found = re.search(r"Tried to allocate ([\d.]+ [KMGT]i?B)", match.string)
+    if found:
+        out["tried_to_allocate"] = found.group(1)
+    device = re.search(r"\(GPU (\d+);|GPU (\d+) has a total capacity", match.string)
+    if device:
+        out["device_index"] = int(device.group(1) or device.group(2))
+    return out
+
+
+RULES = [
+    rule(
+        "memory.cuda_oom",
+        "gpu_oom",
+        ROOT,
+        ["out of memory", "OutOfMemoryError", "Out of memory", "OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED"],
+        r"(?:CUDA|HIP|XPU|MPS|NPU) out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+        r"Cuda failure 'out of memory'|"
+        r"RESOURCE_EXHAUSTED: Out of memory|CUDA error: out of memory",
+        GPU_FIXES,
+        0.9,
+        "the GPU ran out of memory",
+        facts=_tried,
+    ),
+    rule(
+        "memory.host_alloc",
+        "host_oom",
+        ROOT,
+        ["Cannot allocate memory", "bad_alloc", "MemoryError", "Unable to allocate", "DefaultCPUAllocator"],
+        r"\[Errno 12\] Cannot allocate memory|std::bad_alloc|^(?:\w+\.)*MemoryError\b|"
+        r"Unable to allocate [\d.]+ [KMGT]i?B|DefaultCPUAllocator: (?:not enough memory|can't allocate memory)",
+        HOST_FIXES,
+        0.8,
+        "the host ran out of RAM",
+    ),
+    rule(
+        "memory.kernel_oom_killer",
+        "host_oom",
+        CONFIRMATION,
+        ["oom_kill", "oom-kill", "Out of memory: Kill", "Killed process", "oom-killer"],
+        r"oom_kill event|oom-kill|Out of memory: Kill|Killed process \d+|invoked oom-killer",
+        HOST_FIXES,
+        0.85,
+        "the kernel OOM killer ended a training process",
+    ),
+    rule(
+        "memory.launcher_killing",
+        "host_oom",
+        HINT,
+        ["Killing subprocess"],
+        r"Killing subprocess \d+",
+        HOST_FIXES,
+        0.3,
+        "the launcher killed its workers after one died without a Python error",
+    ),
+    rule(
+        "memory.bare_killed",
+        "host_oom",
+        ROOT,
+        ["Killed"],
+        r"^\s*Killed\s*$|\bline \d+:\s+\d+ Killed\b",
+        HOST_FIXES,
+        0.45,
+        "a process was killed (SIGKILL), most often by the host's OOM killer",
+    ),
+]

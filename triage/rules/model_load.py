@@ -1,0 +1,76 @@
+"""Model, tokenizer or weights that could not be loaded."""
+
+from __future__ import annotations
+
+from triage.rules import ROOT, rule
+
+RULES = [
+    rule(
+        "model_load.class_missing",
+        "model_load",
+        ROOT,
+        [
+            "does not exist or is not currently imported",
+            "does not recognize this architecture",
+            "Unrecognized model",
+            "Unrecognized configuration",
+        ],
+        r"(?:Tokenizer|Model|Config)? ?class \w+ does not exist or is not currently imported|"
+        r"does not recognize this architecture|Unrecognized (?:model|configuration class)",
+        ["pin_versions"],
+        0.9,
+        "the installed transformers does not know this model's classes",
+    ),
+    rule(
+        "model_load.cant_load",
+        "model_load",
+        ROOT,
+        [
+            "Can't load",
+            "couldn't connect",
+            "not a valid model identifier",
+            "OfflineModeIsEnabled",
+            "LocalEntryNotFoundError",
+            "does not appear to have a file named",
+            "HFValidationError",
+            "RepositoryNotFoundError",
+            "GatedRepoError",
+        ],
+        r"Can't load (?:tokenizer|the configuration|config|weights|the model)|couldn't connect to '?https?://huggingface|"
+        r"not a valid model identifier|OfflineModeIsEnabled|LocalEntryNotFoundError|"
+        r"does not appear to have a file named|HFValidationError|RepositoryNotFoundError|GatedRepoError",
+        ["fix_path", "pin_versions"],
+        0.85,
+        "the model or tokenizer files could not be found or downloaded",
+    ),
+    rule(
+        "model_load.hub_unreachable",
+        "model_load",
+        ROOT,
+        ["huggingface.co"],
+        r"huggingface\.co.{0,300}(?:Max retries exceeded|ConnectionError|timed out|Connection refused|"
+        r"Temporary failure in name resolution)|(?:Max retries exceeded|ConnectionError).{0,300}huggingface\.co",
+        ["fix_path"],
+        0.75,
+        "the Hugging Face Hub could not be reached to download the model",
+    ),
+    rule(
+        "model_load.state_dict",
+        "model_load",
+        ROOT,
+        [
+            "size mismatch for",
+            "Error(s) in loading state_dict",
+            "SafetensorError",
+            "Missing key(s) in state_dict",
+            "PytorchStreamReader failed",
+            "UnpicklingError",
+            "invalid load key",
+        ],
+        r"size mismatch for|Error\(s\) in loading state_dict|SafetensorError|Missing key\(s\) in state_dict|"
+        r"PytorchStreamReader failed reading|UnpicklingError|invalid load key",
+        ["fix_path", "pin_versions"],
+        0.85,
+        "the checkpoint's weights do not fit the model",
+    ),
+]

@@ -1,0 +1,117 @@
+"""Collective timeouts and communication-library failures (NCCL, gloo)."""
+
+from __future__ import annotations
+
+import re
+
+from triage.rules import HINT, ROOT, rule
+
+
+def _timeout(match: re.Match) -> dict:
+    found = re.search(r"Timeout\(ms\)=(\d+)|Timed out waiting (\d+)ms", match.string)
+    out = {}
+    if found:
+        out["timeout_ms"] = int(found.group(1) or found.group(2))
+    op = re.search(r"OpType=(\w+)", match.string)
+    if op:
+        out["op"] = op.group(1)
+    return out
+
+
+RULES = [
+    rule(
+        "nccl.watchdog_timeout",
+        "nccl_timeout",
+        ROOT,
+        ["Watchdog caught", "Timeout(ms)", "timed out", "Timed out", "collective operation timeout"],
+        r"Watchdog caught collective operati|WorkNCCL\(.{0,300}Timeout\(ms\)=\d+.{0,80}ran for|"
+        r"collective operation timeout|Timed out waiting \d+ms for (?:recv|send)|"
+        r"(?:NCCL|collective|barrier|all_?reduce|all_?gather|broadcast).{0,40}timed out",
+        ["increase_timeout", "set_nccl_env"],
+        0.65,
+        "a collective operation hung until the watchdog timed it out",
+        facts=_timeout,
+    ),
+    rule(
+        "nccl.duplicate_gpu",
+        "nccl_error",
+        ROOT,
+        ["Duplicate GPU"],
+        r"Duplicate GPU detected",
+        ["pin_versions", "fix_config"],
+        0.9,
+        "two ranks were placed on the same GPU, which NCCL refuses",
+    ),
+    rule(
+        "nccl.unhandled_cuda",
+        "nccl_error",
+        ROOT,
+        ["unhandled cuda error", "ncclUnhandledCudaError"],
+        r"unhandled cuda error|ncclUnhandledCudaError",
+        ["set_nccl_env", "pin_versions"],
+        0.8,
+        "NCCL hit a CUDA failure inside the communication library",
+    ),
+    rule(
+        "nccl.system_error",
+        "nccl_error",
+        ROOT,
+        [
+            "unhandled system error",
+            "ncclSystemError",
+            "ncclInternalError",
+            "internal error",
+            "ncclInvalidUsage",
+            "invalid usage",
+            "NCCL error",
+            "ncclInvalidArgument",
+        ],
+        r"unhandled system error|ncclSystemError|ncclInternalError|NCCL error.{0,200}internal error|"
+        r"ncclInvalidUsage|NCCL error.{0,200}invalid usage|ncclInvalidArgument|NCCL error",
+        ["set_nccl_env", "pin_versions"],
+        0.7,
+        "the NCCL communication library failed",
+    ),
+    rule(
+        "nccl.network",
+        "nccl_error",
+        ROOT,
+        ["NET/Socket", "NET/IB", "Network is unreachable", "NCCL WARN"],
+        r"NCCL WARN.{0,300}(?:unreachable|Connection refused|connect|socket|Socket|NET/|IB|P2P|peer)|"
+        r"NET/(?:Socket|IB).{0,100}(?:[Ee]rror|unreachable|refused|failed)|Network is unreachable",
+        ["set_nccl_env"],
+        0.6,
+        "NCCL could not set up its network transport between the ranks",
+    ),
+    rule(
+        "nccl.p2p",
+        "nccl_error",
+        ROOT,
+        ["peer access", "not supported", "cudaIpc"],
+        r"peer access is not supported|P2P.{0,80}not supported|cudaIpc\w+ failed",
+        ["set_nccl_env"],
+        0.7,
+        "GPU peer-to-peer transport failed between the GPUs",
+    ),
+    rule(
+        "nccl.warn",
+        "nccl_error",
+        HINT,
+        ["NCCL WARN"],
+        r"NCCL WARN",
+        ["set_nccl_env"],
+        0.3,
+        "NCCL printed warnings",
+    ),
+    rule(
+        "nccl.debug_output",
+        "nccl_error",
+        HINT,
+        ["NCCL INFO"],
+        r"NCCL INFO",
+        ["set_nccl_env"],
+        0.12,
+        "the log ends in NCCL initialisation output",
+        sampled=True,
+    ),
+]

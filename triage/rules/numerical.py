@@ -1,0 +1,55 @@
+"""The run diverged: NaN/inf loss, fp16 loss scale collapse."""
+
+from __future__ import annotations
+
+from triage.rules import HINT, ROOT, rule
+
+RULES = [
+    rule(
+        "numerical.loss_scale",
+        "numerical",
+        ROOT,
+        ["loss scale", "Loss scale"],
+        r"Current loss scale already at minimum|[Ll]oss scale.{0,40}(?:at minimum|reached minimum)",
+        ["fix_numerics", "enable_mixed_precision"],
+        0.9,
+        "fp16 training overflowed until the loss scale hit its minimum",
+    ),
+    rule(
+        "numerical.nan",
+        "numerical",
+        ROOT,
+        [
+            "FloatingPointError",
+            "oss is ",
+            "oss became",
+            "oss = nan",
+            "oss=nan",
+            "oss = inf",
+            "'loss': nan",
+            "'loss': inf",
+            "nan loss",
+            "NaN loss",
+            "nan detected",
+            "NaN detected",
+            "returned nan",
+            "detected inf",
+            "detected nan",
+        ],
+        r"FloatingPointError|[Ll]oss (?:is|became|=) ?(?:nan|NaN|inf)\b|[Ll]oss=(?:nan|inf)\b|'loss': (?:nan|inf)|"
+        r"(?:nan|NaN) (?:loss|detected)|returned nan values|detected (?:inf|nan)",
+        ["fix_numerics"],
+        0.7,
+        "the loss became NaN/inf",
+    ),
+    rule(
+        "numerical.scaler_frames",
+        "numerical",
+        HINT,
+        ["_update_scale", "loss_scale_update", "check_overflow"],
+        r"in (?:_update_scale|_overflow_check_and_loss_scale_update|check_overflow|update_scale)\b",
+        ["fix_numerics"],
+        0.35,
+        "the failure is inside the fp16 loss scaler",
+    ),
+]

@@ -1,0 +1,81 @@
+"""The job never formed: ports, addresses, rendezvous, ssh between nodes."""
+
+from __future__ import annotations
+
+import re
+
+from triage.rules import ROOT, rule
+
+
+def _port(match: re.Match) -> dict:
+    found = re.search(r"(?:port|PORT)[: =]+(\d{2,5})|:(\d{2,5})\b", match.string)
+    return {"port": int(found.group(1) or found.group(2))} if found else {}
+
+
+RULES = [
+    rule(
+        "rendezvous.port_in_use",
+        "rendezvous",
+        ROOT,
+        ["EADDRINUSE", "Address already in use", "address already in use"],
+        r"EADDRINUSE|[Aa]ddress already in use",
+        ["fix_rendezvous"],
+        0.9,
+        "the rendezvous port (MASTER_PORT) is already taken by another process",
+        facts=_port,
+    ),
+    rule(
+        "rendezvous.timeout",
+        "rendezvous",
+        ROOT,
+        [
+            "Rendezvous",
+            "connect() timed out",
+            "client socket has timed out",
+            "failed to listen",
+            "DistNetworkError",
+            "TCPStore",
+            "socket has timed out",
+            "DistStoreError",
+        ],
+        r"Rendezvous(?:Timeout|Closed|Connection)Error|RendezvousError|connect\(\) timed out|"
+        r"client socket has timed out|server socket has failed to listen|DistNetworkError|DistStoreError|"
+        r"TCPStore.{0,100}(?:failed|refused|timed out|Timed out)",
+        ["fix_rendezvous"],
+        0.8,
+        "the processes could not meet at the rendezvous endpoint (MASTER_ADDR:MASTER_PORT)",
+        facts=_port,
+    ),
+    rule(
+        "rendezvous.ssh",
+        "rendezvous",
+        ROOT,
+        ["ssh", "pdsh"],
+        r"not reachable via ssh|ssh: connect to host|Permission denied \(publickey|Could not resolve hostname|"
+        r"Host key verification failed|pdsh@\S+: \S+: ssh exited",
+        ["fix_rendezvous"],
+        0.8,
+        "the multi-node launcher could not reach another node over ssh",
+    ),
+    rule(
+        "rendezvous.env",
+        "rendezvous",
+        ROOT,
+        ["MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "environment variable"],
+        r"environment variable (?:MASTER_ADDR|MASTER_PORT|RANK|WORLD_SIZE) expected|"
+        r"(?:MASTER_ADDR|MASTER_PORT).{0,60}(?:not set|invalid|expected)",
+        ["fix_rendezvous"],
+        0.8,
+        "the rendezvous environment (MASTER_ADDR/MASTER_PORT/WORLD_SIZE) is missing or wrong",
+    ),
+    rule(
+        "rendezvous.world_size",
+        "rendezvous",
+        ROOT,
+        ["nnodes", "node_rank", "world size"],
+        r"(?:--nnodes|--node_rank).{0,80}(?:invalid|mismatch|expected)|[Ww]orld size.{0,40}mismatch",
+        ["fix_rendezvous"],
+        0.7,
+        "the launch arguments disagree about the number of nodes/ranks",
+    ),
+]

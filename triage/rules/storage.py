@@ -1,0 +1,68 @@
+"""Disk, filesystem and checkpoint I/O."""
+
+from __future__ import annotations
+
+from triage.rules import HINT, ROOT, rule
+
+RULES = [
+    rule(
+        "storage.no_space",
+        "storage",
+        ROOT,
+        ["No space left on device", "Disk quota exceeded", "ENOSPC"],
+        r"No space left on device(?!.{0,200}(?:/dev/shm|torch_))|Disk quota exceeded|ENOSPC",
+        ["free_disk", "fix_path"],
+        0.9,
+        "the disk is full",
+    ),
+    rule(
+        "storage.stream_writer",
+        "storage",
+        ROOT,
+        ["PytorchStreamWriter", "failed writing file", "unexpected pos"],
+        r"PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+",
+        ["free_disk", "fix_path"],
+        0.85,
+        "writing a checkpoint failed (usually a full or failing volume)",
+    ),
+    rule(
+        "storage.io_error",
+        "storage",
+        ROOT,
+        ["Input/output error", "Errno 5", "Read-only file system", "Stale file"],
+        r"Input/output error|\[Errno 5\]|Read-only file system|Stale file handle",
+        ["free_disk", "fix_path"],
+        0.8,
+        "the filesystem returned an I/O error",
+    ),
+    rule(
+        "storage.permission",
+        "storage",
+        ROOT,
+        ["Permission denied", "PermissionError"],
+        r"PermissionError|\[Errno 13\] Permission denied",
+        ["fix_path"],
+        0.7,
+        "the job may not write or read a path",
+    ),
+    rule(
+        "storage.not_found",
+        "storage",
+        ROOT,
+        ["FileNotFoundError", "No such file or directory"],
+        r"FileNotFoundError|\[Errno 2\] No such file or directory",
+        ["fix_path"],
+        0.5,
+        "a file or folder the job needs does not exist",
+    ),
+    rule(
+        "storage.checkpoint_frames",
+        "storage",
+        HINT,
+        ["save_checkpoint", "_save_checkpoint", "torch.save", "_save_zero_checkpoint", "serialization.py"],
+        r"in (?:_?save_checkpoint|_save_zero_checkpoint|_save|save)\b|torch/serialization\.py",
+        ["free_disk", "fix_path"],
+        0.3,
+        "the failure happened while a checkpoint was being saved",
+    ),
+]

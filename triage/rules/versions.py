@@ -1,0 +1,90 @@
+"""Installed library versions that do not fit the script or each other."""
+
+from __future__ import annotations
+
+import re
+
+from triage.rules import ROOT, rule
+
+
+def _keyword(match: re.Match) -> dict:
+    found = re.search(r"unexpected keyword argument ['‘’\"`]?(\w+)", match.string)
+    return {"flag": "--" + found.group(1), "keyword": found.group(1)} if found else {}
+
+
+def _flags(match: re.Match) -> dict:
+    found = re.search(r"\[\s*'(--[\w\-]+)'", match.string)
+    return {"flag": found.group(1)} if found else {}
+
+
+RULES = [
+    rule(
+        "versions.unexpected_keyword",
+        "version_mismatch",
+        ROOT,
+        ["unexpected keyword argument"],
+        r"got an unexpected keyword argument",
+        ["rename_flag", "pin_versions"],
+        0.8,
+        "a function was called with an argument that the installed library version no longer accepts",
+        facts=_keyword,
+    ),
+    rule(
+        "versions.unused_cli_args",
+        "version_mismatch",
+        ROOT,
+        ["not used by the HfArgumentParser", "unrecognized arguments"],
+        r"Some specified arguments are not used by the HfArgumentParser|error: unrecognized arguments: --",
+        ["pin_versions", "rename_flag"],
+        0.8,
+        "the script's argument parser does not know a command-line flag (renamed/removed or a different checkout)",
+        facts=_flags,
+    ),
+    rule(
+        "versions.cannot_import",
+        "version_mismatch",
+        ROOT,
+        ["cannot import name", "undefined symbol", "No module named", "has no attribute"],
+        r"cannot import name|undefined symbol|No module named|module '[\w.]+' has no attribute",
+        ["pin_versions"],
+        0.75,
+        "an installed package does not provide what the script imports",
+    ),
+    rule(
+        "versions.build",
+        "version_mismatch",
+        ROOT,
+        [
+            "Error building extension",
+            "CUDA_HOME",
+            "MissingCUDAException",
+            "not compiled with CUDA",
+            "Found no NVIDIA driver",
+        ],
+        r"Error building extension|CUDA_HOME (?:does not exist|environment variable is not set)|MissingCUDAException|"
+        r"[Nn]ot compiled with CUDA enabled|Found no NVIDIA driver",
+        ["pin_versions"],
+        0.8,
+        "a compiled extension or the CUDA toolkit does not fit the installed PyTorch",
+    ),
+    rule(
+        "versions.requires",
+        "version_mismatch",
+        ROOT,
+        [
+            ">=",
+            "==",
+            "ersion mismatch",
+            "is not compatible with",
+            "compiled against",
+            "compiled with",
+            "version is insufficient",
+        ],
+        r"requires? (?:a )?[\w\-.]+ ?(?:version ?)?(?:>=|==) ?\d|[Vv]ersion mismatch|"
+        r"is not compatible with (?:this|the installed)|compiled (?:against|with) .{0,60}but|"
+        r"CUDA driver version is insufficient",
+        ["pin_versions"],
+        0.55,
+        "installed versions do not fit each other",
+    ),
+]

@@ -1,0 +1,99 @@
+"""Turn raw log bytes into clean text: decode, drop ANSI codes, resolve \\r rewrites, mask secrets."""
+
+from __future__ import annotations
+
+import re
+
+MAX_LINE = 4096  # characters of one line that regexes ever see
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ORPHAN_ANSI = re.compile(
+    r"^(?:\s*\[\d{0,3}(?:;\d{1,3}){0,4}m)+ ?"
+)  # "\x1b" lost in a copy-paste: "[0m text"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+_SECRETS = [
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "hf_***"),
+    (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"), "sk-***"),
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), "AKIA***"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "gh_***"),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), "xox-***"),
+    (
+        re.compile(r"(?i)\b(aws_secret_access_key|aws_session_token)(\s*[=:]\s*)['\"]?[A-Za-z0-9/+=]{16,}"),
+        r"\1\2***",
+    ),
+    (
+        re.compile(
+            r"(?i)\b(wandb_api_key|hf_token|hugging_face_hub_token|huggingface_token|openai_api_key|"
+            r"api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|passwd|token)(\s*[=:]\s*)['\"]?"
+            r"[^\s'\"]{6,}"
+        ),
+        r"\1\2***",
+    ),
+    (
+        re.compile(
+            r"(?i)\b(wandb: Appending key for api\.wandb\.ai to your netrc file: \S+|"
+            r"wandb login) [0-9a-f]{40}\b"
+        ),
+        r"\1 ***",
+    ),
+    (re.compile(r"\b[0-9a-f]{40}\b(?=.*wandb)", re.IGNORECASE), "***"),
+    (re.compile(r"(?i)\b(authorization:\s*(?:bearer|token|basic)\s+)\S+"), r"\1***"),
+    (re.compile(r"([a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:)[^\s@/]{1,200}@"), r"\1***@"),
+]
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text
+
+
+def resolve_carriage_returns(text: str, prefer: re.Pattern | None = None) -> str:
+    """A terminal shows the last rewrite of a line; keep it (or the last segment a pattern cares about)."""
+    if "\r" not in text:
+        return text
+    segments = [segment for segment in text.split("\r") if segment.strip()]
+    if not segments:
+        return ""
+    if prefer is not None:
+        for segment in reversed(segments):
+            if prefer.search(segment):
+                return segment
+    return segments[-1]
+
+
+def clean_line(raw: bytes | str, prefer: re.Pattern | None = None) -> str:
+    text = decode(raw) if isinstance(raw, bytes | bytearray) else raw
+    if len(text) > MAX_LINE:
+        text = text[:MAX_LINE]
+    text = strip_ansi(text)
+    if text.startswith(("[", " [")) and "m" in text[:20]:
+        text = _ORPHAN_ANSI.sub("", text)
+    text = resolve_carriage_returns(text.rstrip("\r\n"), prefer)
+    if _CONTROL.search(text):
+        text = _CONTROL.sub("", text)
+    return text.rstrip()
+
+
+def mask_secrets(text: str) -> str:
+    if not text:
+        return text
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def mask_deep(value):
+    """Mask secrets in every string of a JSON-like structure."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, list):
+        return [mask_deep(item) for item in value]
+    if isinstance(value, dict):
+        return {key: mask_deep(item) for key, item in value.items()}
+    return value

@@ -1,0 +1,129 @@
+"""Per-rank status and events for the timeline, bounded per rank."""
+
+from __future__ import annotations
+
+from triage.collected import Collected
+from triage.decide import Verdict
+from triage.diagnosis import Event, RankStatus
+
+MAX_EVENTS = 50
+
+
+def rank_statuses(
+    collected: Collected, verdict: Verdict, world_size: int | None, limit_ranks: int = 4096
+) -> list[RankStatus]:
+    ranks = set(collected.tracks)
+    launcher = collected.launcher
+    for item in launcher.exits:
+        rank = item.rank if item.rank is not None else item.local_rank
+        if rank is not None:
+            ranks.add(rank)
+    if world_size and world_size <= limit_ranks:
+        ranks |= set(range(world_size))
+    own_errors: dict[int, list] = {}
+    for hit in collected.hits:
+        if hit.rank is not None and hit.rule.role in ("root",) and not hit.demoted:
+            own_errors.setdefault(hit.rank, []).append(hit)
+    cascade_ranks = {hit.rank for hit in collected.cascades if hit.rank is not None}
+    out = []
+    for rank in sorted(ranks)[:limit_ranks]:
+        events = _events(collected, rank)
+        exit_item = launcher.exit_for(rank) or _exit_by_local(collected, rank)
+        exit_code = exit_item.exit_code if exit_item else None
+        signal = exit_item.signal if exit_item else None
+        if rank == verdict.failing_rank:
+            status = "failed"
+        elif exit_item is not None and launcher.is_sigterm_only(rank):
+            status = "terminated"
+        elif rank in own_errors:
+            status = "failed"
+        elif rank in cascade_ranks or any(tb.rank == rank for tb in collected.tracebacks):
+            status = "cascade"
+        elif exit_code not in (None, 0):
+            status = "failed"
+        elif exit_code == 0:
+            status = "ok"
+        else:
+            status = "unknown"
+        if (
+            rank == verdict.failing_rank
+            and exit_code is None
+            and verdict.candidate
+            and verdict.candidate.facts.get("exit_code") is not None
+        ):
+            exit_code = verdict.candidate.facts["exit_code"]
+        track = collected.tracks.get(rank)
+        last_step = track.last_progress[3] if track and track.last_progress else None
+        out.append(
+            RankStatus(
+                rank=rank,
+                status=status,
+                exit_code=exit_code,
+                events=events,
+                signal=signal,
+                last_step=last_step,
+            )
+        )
+    return out
+
+
+def _exit_by_local(collected: Collected, rank: int):
+    for item in collected.launcher.exits:
+        if item.rank is None and item.local_rank == rank:
+            return item
+    return None
+
+
+def _events(collected: Collected, rank: int) -> list[Event]:
+    track = collected.tracks.get(rank)
+    events: list[Event] = []
+    if track is not None and track.first_line is not None:
+        source, line, text = track.first_line
+        events.append(
+            Event(t=None, seq=track.first_seq or 0, kind="started", text=text, source=source, line=line)
+        )
+    if track is not None and track.first_progress is not None:
+        line, text, t, step = track.first_progress
+        events.append(Event(t=t, seq=line, kind="progress", text=text, line=line))
+    if track is not None and track.last_progress is not None and track.last_progress != track.first_progress:
+        line, text, t, step = track.last_progress
+        events.append(Event(t=t, seq=line, kind="last_progress", text=text, line=line))
+    hits = [hit for hit in collected.hits if hit.rank == rank]
+    for hit in hits[:10]:
+        kind = "warning" if hit.demoted or hit.rule.role == "hint" else "error"
+        events.append(
+            Event(t=hit.t, seq=hit.seq, kind=kind, text=hit.text[:300], source=hit.source, line=hit.line)
+        )
+    for tb in [tb for tb in collected.tracebacks if tb.rank == rank][:5]:
+        events.append(
+            Event(
+                t=tb.t,
+                seq=tb.seq,
+                kind="exception",
+                text=tb.exc_text[:300],
+                source=tb.source,
+                line=tb.exc_line,
+            )
+        )
+    for hit in [hit for hit in collected.cascades if hit.rank == rank][:5]:
+        events.append(
+            Event(t=hit.t, seq=hit.seq, kind="cascade", text=hit.text[:300], source=hit.source, line=hit.line)
+        )
+    launcher = collected.launcher
+    for item in launcher.exits:
+        if item.rank == rank or (item.rank is None and item.local_rank == rank):
+            kind = "sigterm" if item.exit_code == -15 or item.signal == "SIGTERM" else "exit"
+            events.append(
+                Event(
+                    t=None,
+                    seq=10**9 + item.line,
+                    kind=kind,
+                    text=item.text[:300] or f"exit code {item.exit_code}",
+                    source=item.source,
+                    line=item.line,
+                )
+            )
+    events.sort(key=lambda event: event.seq)
+    if len(events) > MAX_EVENTS:
+        events = events[:2] + events[-(MAX_EVENTS - 2) :]
+    return events

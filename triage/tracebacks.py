@@ -1,0 +1,183 @@
+"""Python tracebacks from log lines: plain, flattened (indentation lost), rich/loguru boxes,
+chained (`During handling...`, `The above exception...`), RemoteTraceback, and several ranks
+interleaved (one assembler per rank)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+HEADER = "Traceback (most recent call last)"
+_FRAME = re.compile(r'File "([^"]{1,500})", line (\d+)(?:, in ([^\s│]{1,200}))?')
+_RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,200}))?")
+_EXC = re.compile(
+    r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
+    r"(?:[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
+    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|[A-Z][a-z][A-Za-z]{1,60}(?=:)))"
+    r"(?::\s?(.{0,2000}))?$"
+)
+_CHAIN_CAUSE = "The above exception was the direct cause"
+_CHAIN_DURING = "During handling of the above exception"
+MAX_BODY = 400
+
+
+@dataclass
+class Traceback:
+    source: str
+    rank: int | None
+    start_line: int
+    exception: str | None = None  # short class name
+    full_name: str | None = None
+    message: str = ""
+    frames: list[dict] = field(default_factory=list)
+    exc_line: int | None = None
+    exc_text: str = ""
+    chained_to_previous: bool = False  # an exception raised while handling / because of the previous one
+    remote: bool = False
+    seq: int = 0
+    t: float | None = None
+    lines_seen: int = 0
+    since_frame: int = 0
+    previous: Traceback | None = None  # the exception this one was raised from (chains)
+
+    def evidence(self) -> list[dict]:
+        """The exception line first, then the frame that raised it."""
+        items = []
+        if self.exc_line is not None:
+            items.append({"source": self.source, "line": self.exc_line, "text": self.exc_text})
+        if self.frames:
+            last = self.frames[-1]
+            items.append({"source": self.source, "line": last.get("log_line"), "text": last.get("text", "")})
+        return items
+
+
+_EXCEPTION_LIKE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Invalid|Failure|Fault|Timeout)$")
+
+
+def parse_bare_exception(text: str) -> tuple[str, str, str] | None:
+    """An exception line seen outside a traceback: only names that look like exception classes count."""
+    parsed = parse_exception_line(text)
+    if parsed is None or not _EXCEPTION_LIKE.search(parsed[0]):
+        return None
+    return parsed
+
+
+def parse_exception_line(text: str) -> tuple[str, str, str] | None:
+    """('KeyError', 'builtins.KeyError', "'x'") for an exception line, else None."""
+    stripped = text.strip().strip("│").strip()
+    if not stripped or stripped.startswith(("File ", "Traceback", "raise ", "return ", "def ", "class ")):
+        return None
+    match = _EXC.match(stripped)
+    if not match:
+        return None
+    full = match.group(1)
+    message = (match.group(2) or "").strip()
+    short = full.rsplit(".", 1)[-1]
+    if (
+        short in ("Traceback", "Note", "Warning", "Error", "Info", "Args", "Failures", "Exit")
+        and full == short
+    ):
+        return None
+    if match.group(2) is None and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration)$", short):
+        return None
+    return short, full, message
+
+
+def parse_frame(text: str) -> dict | None:
+    match = _FRAME.search(text)
+    if match:
+        return {"file": match.group(1), "line": int(match.group(2)), "function": match.group(3) or "<module>"}
+    match = _RICH_FRAME.search(text)
+    if match:
+        return {"file": match.group(1), "line": int(match.group(2)), "function": match.group(3) or "?"}
+    return None
+
+
+class TracebackAssembler:
+    """Fed the lines of ONE rank of one source, in order; collects finished tracebacks."""
+
+    def __init__(self, source: str, rank: int | None, sink: list):
+        self.source, self.rank, self.sink = source, rank, sink
+        self.current: Traceback | None = None
+        self.pending_chain = False
+        self.pending_remote = False
+        self.last_finished: Traceback | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.current is not None
+
+    def feed(self, lineno: int, text: str, seq: int, t: float | None) -> Traceback | None:
+        """Returns a traceback when this line completed one."""
+        if HEADER in text:
+            self._abandon()
+            self.current = Traceback(
+                self.source,
+                self.rank,
+                lineno,
+                seq=seq,
+                t=t,
+                chained_to_previous=self.pending_chain,
+                remote=self.pending_remote,
+            )
+            self.pending_chain = self.pending_remote = False
+            return None
+        if _CHAIN_CAUSE in text or _CHAIN_DURING in text:
+            self._abandon()
+            self.pending_chain = True
+            return None
+        if "RemoteTraceback" in text:
+            self.pending_remote = True
+        current = self.current
+        if current is None:
+            if not (_FRAME.search(text) or _RICH_FRAME.search(text)):
+                return None
+            # an excerpt that starts inside a traceback: the frames are there, the header is not
+            current = self.current = Traceback(
+                self.source,
+                self.rank,
+                lineno,
+                seq=seq,
+                t=t,
+                chained_to_previous=self.pending_chain,
+                remote=self.pending_remote,
+            )
+            self.pending_chain = self.pending_remote = False
+        current.lines_seen += 1
+        if current.lines_seen > MAX_BODY:
+            self._abandon()
+            return None
+        frame = parse_frame(text)
+        if frame is None:
+            current.since_frame += 1
+            if current.frames and current.since_frame > (30 if "│" in text or "|" in text else 8):
+                self._abandon()  # not a traceback body any more: a stray frame-like line, or a cut excerpt
+                return None
+        if frame is not None:
+            current.since_frame = 0
+            frame["log_line"] = lineno
+            frame["text"] = text.strip()
+            if len(current.frames) < 200:
+                current.frames.append(frame)
+            return None
+        if not current.frames:
+            # rich boxes and launcher blocks put decorations before the first frame
+            parsed = parse_exception_line(text) if current.lines_seen > 1 else None
+            if parsed is None:
+                return None
+        else:
+            parsed = parse_exception_line(text)
+        if parsed is None:
+            return None
+        current.exception, current.full_name, current.message = parsed
+        current.exc_line, current.exc_text = lineno, text.strip()
+        self.current = None
+        self.sink.append(current)
+        self.last_finished = current
+        return current
+
+    def _abandon(self) -> None:
+        self.current = None
+
+    def close(self) -> None:
+        self._abandon()

@@ -10,6 +10,7 @@ Three phases, so that a rejected upload never leaves a half-made incident:
 """
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import io
@@ -32,12 +33,12 @@ from django.db import transaction
 
 import triage
 from jobs.models import Artifact, Incident
-from triage.text import mask_secrets  # one masking for the engine and the stored artifacts
+from triage.text import mask_block, mask_secrets  # one masking for the engine and the stored artifacts
 
 logger = logging.getLogger(__name__)
 
 READ_SIZE = 1024 * 1024
-LINE_LIMIT = 1024 * 1024  # a "line" longer than this is masked in pieces
+MASK_BLOCK = 1024 * 1024  # bytes of whole lines masked at once; a longer line is masked in pieces
 SNIFF_BYTES = 8192
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -206,7 +207,7 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepa
     if pasted_log.strip():
         dest = target()
         with open(dest, "wb") as handle:
-            size, digest = write_masked(io.BytesIO(pasted_log.encode("utf-8")), handle, mask_secrets)
+            size, digest = write_masked(io.BytesIO(pasted_log.encode("utf-8")), handle, mask_block)
         prepared.append(Prepared(dest, PASTED_LOG_NAME, Artifact.Kind.LOG, size, digest))
     for field, kind, name, path, container in incoming:
         if kind == Artifact.Kind.DATA_SAMPLE:
@@ -216,7 +217,7 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepa
         elif container == "plain":
             dest = target()
             with open(path, "rb") as source, open(dest, "wb") as handle:
-                size, digest = write_masked(source, handle, mask_secrets)
+                size, digest = write_masked(source, handle, mask_block)
             prepared.append(Prepared(dest, name, kind, size, digest))
         else:
             count, spent = len(prepared), sum(item.size for item in prepared)
@@ -224,7 +225,7 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepa
                 for member_name, stream in open_members(path, name, container, limits, field, spent):
                     dest = target()
                     with open(dest, "wb") as handle:
-                        size, digest = write_masked(stream, handle, mask_secrets)
+                        size, digest = write_masked(stream, handle, mask_block)
                     prepared.append(Prepared(dest, member_name, kind, size, digest))
             except _ARCHIVE_ERRORS as exc:  # raised while decompressing a member
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -235,10 +236,23 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepa
 
 
 def write_masked(source, handle, mask) -> tuple[int, str]:
-    """Copy a binary stream as UTF-8 text, masking secrets line by line; return (size, sha256)."""
-    hasher, size = hashlib.sha256(), 0
-    while line := source.readline(LINE_LIMIT):
-        data = mask(line.decode("utf-8", errors="replace")).encode("utf-8")
+    """Copy a binary stream as UTF-8 text, masking secrets; return (size, sha256).
+
+    Reads blocks of whole lines (a line longer than a block is cut at the block edge), so memory
+    stays bounded and `mask` (triage.text.mask_block) scans each block once.
+    """
+    hasher, size, carry = hashlib.sha256(), 0, b""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while True:
+        chunk = source.read(MASK_BLOCK)
+        block = carry + chunk
+        if not block:
+            break
+        cut = block.rfind(b"\n") + 1 if chunk else len(block)
+        if cut == 0:  # no newline in a whole block: one very long line
+            cut = len(block)
+        carry = block[cut:]
+        data = mask(decoder.decode(block[:cut], final=not chunk)).encode("utf-8")
         hasher.update(data)
         handle.write(data)
         size += len(data)

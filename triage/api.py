@@ -159,7 +159,9 @@ def _build(
                 for kind in kinds
             ]
     try:
-        estimate = memory_module.estimate(command, configs, facts)
+        estimate = memory_module.estimate(
+            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size
+        )
     except Exception:
         estimate = None
     summary = _summary(category, verdict, winner)

@@ -7,6 +7,7 @@ import json
 import sys
 
 from triage.errors import UnusableInput
+from triage.fixes import convert_data
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,11 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", action="append", default=[], help="DeepSpeed/accelerate/training config")
     run.add_argument("--data", help="a sample of the training data (JSON or JSONL)")
     run.add_argument("paths", nargs="+", metavar="PATH", help="log files, archives or folders")
+    convert_data.register(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.action == "convert-data":
+        return convert_data.run(args)
     from triage.api import diagnose
     from triage.inputs import read_text
     from triage.report import human_report

@@ -80,12 +80,43 @@ def clean_line(raw: bytes | str, prefer: re.Pattern | None = None) -> str:
     return text.rstrip()
 
 
+# Every secret pattern above contains one of these cheap literals; one pass of this alternation
+# lets the (many) lines without any of them skip the eleven substitutions.
+# Scanned over lower-cased text: a plain alternation there runs about 7x faster than re.IGNORECASE.
+_SECRET_HINT = re.compile(r"hf_|sk-|akia|asia|gh[pousr]_|xox|key|token|secret|passw|wandb|authoriz|://")
+
+
 def mask_secrets(text: str) -> str:
-    if not text:
+    if not text or not _SECRET_HINT.search(text.lower()):
         return text
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def mask_block(text: str) -> str:
+    """mask_secrets over many lines at once: only the lines holding a hint are rewritten.
+
+    Every secret pattern stays within one line, so a block is masked exactly as its lines
+    would be one by one, at the cost of one C-level scan when the block holds no hint.
+    """
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two: offsets would drift
+        return "".join(mask_secrets(line) for line in text.splitlines(keepends=True))
+    parts, done = [], 0
+    for hint in _SECRET_HINT.finditer(lowered):
+        if hint.start() < done:
+            continue
+        start = text.rfind("\n", 0, hint.start()) + 1
+        end = text.find("\n", hint.end())
+        end = len(text) if end < 0 else end
+        parts.append(text[done:start])
+        parts.append(mask_secrets(text[start:end]))
+        done = end
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 def mask_deep(value):

@@ -77,3 +77,19 @@ def test_it_finds_an_error_written_after_carriage_returns(tmp_path):
         b"Tried to allocate 20.00 MiB\n",
     )
     assert diagnose([log]).category == "gpu_oom"
+
+
+def test_it_masks_a_block_exactly_as_line_by_line():
+    from triage.text import mask_block, mask_secrets
+
+    text = (
+        "step 1 loss 0.5\n"
+        "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123\n"
+        "İstanbul node ok\n"
+        "pushing to https://alice:s3cretpass@git.example.com/repo.git\n"
+        "no secrets here\n"
+    ) * 3
+    expected = "".join(mask_secrets(line) for line in text.splitlines(keepends=True))
+    assert mask_block(text) == expected
+    assert "s3cretpass" not in mask_block(text)
+    assert mask_block(text.replace("İ", "I")) == expected.replace("İ", "I")

@@ -8,7 +8,6 @@ and DEBUG.
 from pathlib import Path
 
 import plotly
-
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import database_from_url, env_bool, env_int, env_list, env_str

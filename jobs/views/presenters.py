@@ -167,15 +167,25 @@ def _change_rows(changes) -> list[dict]:
     for change in as_list(changes):
         if isinstance(change, dict):
             rows.append({
+                "where": text(change.get("where")),
                 "file": text(change.get("file") or change.get("path") or change.get("target")),
-                "key": text(change.get("key") or change.get("setting") or change.get("flag")),
+                "key": text(change.get("key") or change.get("setting") or change.get("flag") or change.get("env")),
                 "old": text(change.get("old", change.get("from"))),
                 "new": text(change.get("new", change.get("to", change.get("value")))),
-                "raw": "" if any(k in change for k in ("key", "setting", "flag")) else text(change),
+                "raw": "" if any(k in change for k in ("key", "setting", "flag", "env")) else text(change),
             })
         else:
             rows.append({"file": "", "key": "", "old": "", "new": "", "raw": text(change)})
     return rows
+
+
+def _config_text(config) -> str:
+    """The corrected config file(s), as the text to paste."""
+    if not config:
+        return ""
+    if isinstance(config, str):
+        return config
+    return json.dumps(config, indent=2, ensure_ascii=False, default=str)
 
 
 def fixes(data: dict, original_command: str) -> list[dict]:
@@ -199,6 +209,12 @@ def fixes(data: dict, original_command: str) -> list[dict]:
             "env": [(text(k), text(v)) for k, v in env.items()],
             "env_line": " ".join(f"{k}={shlex.quote(text(v))}" for k, v in env.items()),
             "changes": _change_rows(fix.get("changes")),
+            # Steps to run before the corrected command (e.g. the data converter), and remarks
+            # such as the kept global batch.
+            "shell": [text(line) for line in as_list(fix.get("shell")) if text(line)],
+            "notes": [text(note) for note in as_list(fix.get("notes")) if text(note)],
+            "config": _config_text(fix.get("config")),
+            "applicable": fix.get("applicable") is not False,
             "verified": fix.get("verified") if isinstance(fix.get("verified"), bool) else None,
         })
     return shown

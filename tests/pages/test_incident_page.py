@@ -166,3 +166,23 @@ def test_the_raw_json_block_is_valid_json(alice_client, alpha, make_incident):
     block = regex.search(r'<pre class="raw-json" id="raw-json" tabindex="0">(.*?)</pre>', body, regex.S).group(1)
     shown = json.loads(html.unescape(block))
     assert shown["failing_rank"] == 1 and shown["memory"]["series"] == "left out: see the API"
+
+
+def test_it_shows_the_steps_to_run_first_the_corrected_config_and_notes_escaped(alice_client, alpha, make_incident):
+    diagnosis = sample_diagnosis(2)
+    diagnosis["fixes"] = [{
+        "kind": "convert_data_format", "title": "Convert the data", "why": "alpaca rows, sharegpt loader",
+        "command": None, "env": {}, "verified": None,
+        "shell": ["python -m triage convert-data --to sharegpt data.json data.sharegpt.json <b>"],
+        "changes": [{"where": "script", "flag": "--data_path", "old": "data.json", "new": "data.sharegpt.json"}],
+        "config": {"train_batch_size": 32, "note": "<script>alert(1)</script>"},
+        "notes": ["global batch kept: 8 x 1 x 4 = 2 x 4 x 4 = 32"],
+    }]
+    incident = make_incident(alpha, diagnosis=diagnosis)
+    body = alice_client.get(detail(incident)).content.decode()
+    fixes = body[body.index('id="fixes"'):]
+    assert "convert-data --to sharegpt data.json data.sharegpt.json &lt;b&gt;" in fixes
+    assert 'data-copy-target="fix-0-shell"' in fixes and 'data-copy-target="fix-0-config"' in fixes
+    assert "<code>--data_path</code>" in fixes and "<ins>data.sharegpt.json</ins>" in fixes
+    assert "&quot;train_batch_size&quot;: 32" in fixes and "<script>alert(1)" not in fixes
+    assert "global batch kept: 8 x 1 x 4 = 2 x 4 x 4 = 32" in fixes

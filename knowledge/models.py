@@ -11,17 +11,11 @@ from django.conf import settings
 from django.db import models
 
 from jobs.models import Incident, Team
+from jobs.models.teams import TeamScopedQuerySet
 
 
-class ProblemQuerySet(models.QuerySet):
-    def visible_to(self, user):
-        """The problems of the teams the user belongs to (none for anonymous users)."""
-        if not getattr(user, "is_authenticated", False):
-            return self.none()
-        return self.filter(team__memberships__user=user)
-
-    def of_team(self, team):
-        return self.filter(team=team)
+class ProblemQuerySet(TeamScopedQuerySet):
+    pass
 
 
 class Problem(models.Model):

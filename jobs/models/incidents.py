@@ -13,18 +13,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from jobs.models.teams import Team
+from jobs.models.teams import Team, TeamScopedQuerySet
 
 
-class IncidentQuerySet(models.QuerySet):
-    def visible_to(self, user):
-        """The incidents of the teams the user belongs to (none for anonymous users)."""
-        if not getattr(user, "is_authenticated", False):
-            return self.none()
-        return self.filter(team__memberships__user=user)
-
-    def of_team(self, team):
-        return self.filter(team=team)
+class IncidentQuerySet(TeamScopedQuerySet):
+    pass
 
 
 class Incident(models.Model):

@@ -3,6 +3,19 @@ from django.db import models
 from django.utils.text import slugify
 
 
+class TeamScopedQuerySet(models.QuerySet):
+    """Base for rows that belong to a team: team isolation is asked here, once."""
+
+    def visible_to(self, user):
+        """The rows of the teams the user belongs to (none for anonymous users)."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        return self.filter(team__memberships__user=user)
+
+    def of_team(self, team):
+        return self.filter(team=team)
+
+
 class Team(models.Model):
     """Incidents, API keys and the knowledge base belong to a team."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from jobs.views.presenters import as_dict, as_int, as_list, rank_ranges, text
+from triage.memory.downsample import downsample
 
 MAX_POINTS = 5000
 TOTAL_POINT_BUDGET = 60_000
@@ -176,25 +177,6 @@ def _points(series: dict) -> list[tuple[float, float]]:
                     and math.isfinite(y)):
                 points.append((x, y))
     return points
-
-
-def downsample(points: list, limit: int) -> list:
-    """Min/max bucketing: keeps peaks (an OOM is a peak) and never returns more than `limit` points."""
-    if len(points) <= limit:
-        return points
-    buckets = max(1, limit // 2)
-    size = len(points) / buckets
-    kept = []
-    for bucket in range(buckets):
-        chunk = points[int(bucket * size):int((bucket + 1) * size)]
-        if not chunk:
-            continue
-        low = min(chunk, key=lambda p: p[1])
-        high = max(chunk, key=lambda p: p[1])
-        kept.extend(sorted({low, high}, key=lambda p: p[0]) if low != high else [low])
-    if kept[-1] != points[-1]:
-        kept[-1] = points[-1]
-    return kept[:limit]
 
 
 def _series_label(series: dict) -> str:

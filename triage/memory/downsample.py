@@ -15,4 +15,9 @@ def downsample(points: list[list[float]], max_points: int = 5000) -> list[list[f
         low = min(chunk, key=lambda p: p[1])
         high = max(chunk, key=lambda p: p[1])
         out.extend(sorted({id(low): low, id(high): high}.values(), key=lambda p: p[0]))
-    return out[:max_points]
+    # The last reading (often the OOM or the crash) ends the curve, whatever its value.
+    if out and out[-1] != points[-1]:
+        out.append(points[-1])
+    if len(out) > max_points:
+        out = out[: max_points - 1] + [points[-1]]
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -74,7 +75,8 @@ def _world_size(collected, command_world: int | None) -> int | None:
         return facts.world_size
     ranks = [item.rank for item in facts.exits if item.rank is not None]
     if ranks and any(item.root_cause_block for item in facts.exits):
-        return max(ranks) + 1
+        # The launcher lists only the ranks that failed; every rank that logged counts too.
+        return max([*ranks, *collected.tracks]) + 1
     return None
 
 
@@ -261,6 +263,9 @@ def _evidence(verdict: Verdict) -> list[Evidence]:
     return items[:12]
 
 
+_LINE_PREFIXES = re.compile(r"^(?:\[[^\]\n]{0,100}\]:?\s*)+")
+
+
 def _summary(category: str, verdict: Verdict, winner) -> str:
     if winner is None and verdict.exception:
         return (
@@ -273,6 +278,8 @@ def _summary(category: str, verdict: Verdict, winner) -> str:
     who = f"Rank {reporter}" if reporter is not None else "The job"
     what = f"raised {verdict.exception}" if verdict.exception else "failed"
     message = (verdict.message or "").strip()
+    if not verdict.exception:  # a raw log line: drop its "[E0304 02:40:31 ...] [Rank 2]" prefixes
+        message = _LINE_PREFIXES.sub("", message)
     if len(message) > 160:
         message = message[:157] + "..."
     detail = f" {message!r}" if message and verdict.exception else (f": {message}" if message else "")
@@ -286,8 +293,9 @@ def _summary(category: str, verdict: Verdict, winner) -> str:
     if why:
         text += f" - {why}"
     if verdict.failing_rank is not None and verdict.failing_rank != reporter:
-        text += f". The first failing rank is {verdict.failing_rank}: {verdict.reason}"
-    elif verdict.failing_rank is None and category == "nccl_timeout":
+        # Lead with the culprit: the loudest report is a victim's.
+        return f"Rank {verdict.failing_rank} failed first ({verdict.reason}). {text}."
+    if verdict.failing_rank is None and category == "nccl_timeout":
         text += f". {verdict.reason[:1].upper() + verdict.reason[1:]}" if verdict.reason else ""
     return text + "."
 

@@ -93,3 +93,12 @@ def test_it_masks_a_block_exactly_as_line_by_line():
     assert mask_block(text) == expected
     assert "s3cretpass" not in mask_block(text)
     assert mask_block(text.replace("İ", "I")) == expected.replace("İ", "I")
+
+
+def test_it_leaves_progress_lines_alone_and_masks_quoted_keys():
+    from triage.text import mask_secrets
+
+    progress = "[rank0]: step 12 loss=1.2 tokens/s=1843 tokenizer=LlamaTokenizerFast keys=['input_ids']"
+    assert mask_secrets(progress) == progress
+    assert mask_secrets('{"api_key": "abcdef123456"}') == '{"api_key": "***"}'
+    assert mask_secrets("'hub_token': 'secretvalue99'") == "'hub_token': '***'"

@@ -115,6 +115,11 @@ def candidates(collected: Collected) -> list[Candidate]:
             )
         )
     out.extend(_signal_candidates(collected))
+    handled = _handled_tracebacks(collected)
+    for candidate in out:
+        if candidate.traceback is not None and id(candidate.traceback) in handled:
+            # the process printed this exception and went on to fail differently later: it was caught
+            candidate.weight *= 0.3
     for candidate in out:
         same = [
             hit
@@ -124,6 +129,50 @@ def candidates(collected: Collected) -> list[Candidate]:
         if same:
             candidate.confirmations = same[:5]
             candidate.weight += 0.15
+    return out
+
+
+_HANDLED_PROBES = {
+    "ImportError",
+    "ModuleNotFoundError",
+    "OSError",
+    "ConnectionError",
+    "HTTPError",
+    "Timeout",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "MaxRetryError",
+    "LocalEntryNotFoundError",
+    "JSONDecodeError",
+    "FileNotFoundError",
+}
+
+
+def _handled_tracebacks(collected: Collected) -> set[int]:
+    """Tracebacks that a process printed and survived: an uncaught exception ends the process, so one
+    followed in the same stream (same source and rank) by a different, unrelated traceback was caught
+    and logged (optional-import probes, hub retries). Kept to exception kinds scripts commonly catch."""
+    cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
+    streams: dict[tuple, list[Traceback]] = {}
+    for tb in collected.tracebacks:
+        if tb.exception:
+            streams.setdefault((tb.source, tb.rank), []).append(tb)
+    out: set[int] = set()
+    for items in streams.values():
+        for index, tb in enumerate(items[:-1]):
+            if tb.exception not in _HANDLED_PROBES:
+                continue
+            for later in items[index + 1 :]:
+                chained = later.chained_to_previous and _origin(later) is _origin(tb)
+                if (
+                    not chained
+                    and later.exception != tb.exception
+                    and later.exception not in _WRAPPERS
+                    and later.exception not in exceptions.CASCADE_EXCEPTIONS
+                    and (later.source, later.exc_line) not in cascade_lines
+                ):
+                    out.add(id(tb))
+                    break
     return out
 
 
@@ -236,6 +285,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
                 winner.facts.setdefault("exception", item["exception"])
                 winner.facts.setdefault("message", item["message"])
                 break
+    if (
+        winner.traceback is None
+        and winner.category == "hardware"
+        and failing_rank is not None
+        and parse_bare_exception(winner.text) is None
+        and not winner.facts.get("exception")
+    ):
+        winner.traceback = _device_error_of(collected, failing_rank)
     root_tb = _origin(winner.traceback) if winner.traceback is not None else None
     exception, message = _exception(winner, root_tb)
     matched = winner.traceback
@@ -245,9 +302,27 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
 
 
+_FALLBACK_PAIRS = {("ArrowInvalid", "JSONDecodeError"), ("ArrowTypeError", "JSONDecodeError")}
+
+
+def _device_error_of(collected: Collected, rank: int) -> Traceback | None:
+    """A kernel/driver line (Xid, ECC) names the fault; the failing rank's own CUDA error is how it surfaced."""
+    for tb in reversed(collected.tracebacks):
+        if (
+            tb.rank == rank
+            and tb.exception
+            and tb.exception not in _WRAPPERS
+            and ("CUDA" in tb.message or "NCCL" in tb.message or "cuda" in tb.message)
+        ):
+            return tb
+    return None
+
+
 def _origin(tb: Traceback) -> Traceback:
     seen = 0
     while tb.previous is not None and tb.chained_to_previous and seen < 20:
+        if (tb.exception, tb.previous.exception) in _FALLBACK_PAIRS:
+            break  # datasets reads JSON with pyarrow first; the json module is only its fallback
         tb = tb.previous
         seen += 1
     return tb

@@ -75,7 +75,14 @@ class Collector:
         )
         literal_list = _minimal(literal_list)
         self.literal_list = literal_list
-        self.pattern = compile_literals(literal_list)
+        self._pattern = None
+
+    @property
+    def pattern(self):
+        """The Python-side prefilter; compiled only when a source is scanned without grep (it costs ~0.1 s)."""
+        if self._pattern is None:
+            self._pattern = compile_literals(self.literal_list)
+        return self._pattern
 
     def add(self, source: Source) -> None:
         self.out.sources.append(source.name)
@@ -113,7 +120,7 @@ class Collector:
             if not (
                 hit.rule.sampled
                 and hit.source == source.name
-                and (hit.line < scanner.lines_total - 3 or hit.line < last_other)
+                and (hit.line < last_other or hit.line < scanner.lines_total - 3)
             )
         ]
 
@@ -122,7 +129,7 @@ class Collector:
         if path is not None and not source.is_error_file and grepscan.available():
             try:
                 if os.path.getsize(path) >= grepscan.MIN_SIZE:
-                    return grepscan.GrepScanner(str(path), self.literal_list, pattern=self.pattern)
+                    return grepscan.GrepScanner(str(path), self.literal_list, pattern=self._pattern)
             except OSError:
                 pass
         return LineScanner(stream, self.pattern)

@@ -12,11 +12,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import uuid
 from collections.abc import Iterator
 
 from triage.scan import CHUNK, PROGRESS, PROGRESS_TAIL, WINDOW, rank_key
 
 MIN_SIZE = 16 * 1024 * 1024  # below this the Python scanner is fast enough and needs no process
+PARALLEL_MIN = 64 * 1024 * 1024  # from here two grep processes share the file (when two CPUs are free)
 
 
 def available() -> bool:
@@ -38,26 +41,12 @@ class GrepScanner:
             # one ERE alternation: GNU grep compiles it to a DFA, about twice as fast as -F with 250 strings
             handle.write("|".join(_ere(literal) for literal in sorted(set(self.literals)) if literal) + "\n")
             pattern_file = handle.name
-        env = dict(os.environ, LC_ALL="C")
-        process = subprocess.Popen(
-            ["grep", "-a", "-b", "-n", "-E", "-f", pattern_file, self.path],
-            stdout=subprocess.PIPE,
-            env=env,
-            bufsize=1024 * 1024,
-        )
         last_line, last_end = 0, 0
         try:
             with open(self.path, "rb") as reader:
-                for raw, true_length in self._output_lines(process.stdout):
-                    lineno_text, _, rest = raw.partition(b":")
-                    offset_text, _, text = rest.partition(b":")
-                    try:
-                        lineno, offset = int(lineno_text), int(offset_text)
-                    except ValueError:
-                        continue
+                for lineno, offset, text, true_length in self._matches(pattern_file):
                     if lineno <= last_line:
                         continue  # already handed out inside a follow window
-                    text = text.rstrip(b"\n")
                     last_line, last_end = lineno, offset + (true_length or len(text)) + 1
                     yield lineno, self._window(text)
                     if self.follow > 0:
@@ -78,11 +67,89 @@ class GrepScanner:
                             yield last_line, line.rstrip(b"\r\n")[: 2 * WINDOW]
                 self._last_line, self._last_end = last_line, last_end
         finally:
-            process.stdout.close()
-            process.wait()
             os.unlink(pattern_file)
         if self.progress:
             self._sample_progress()
+
+    def _matches(self, pattern_file: str) -> Iterator[tuple[int, int, bytes, int | None]]:
+        """(line number, byte offset, text, true length) of every candidate line, in file order.
+
+        A big file is cut at a newline near its middle and the halves are searched by two grep
+        processes at once (the second reads the file from the cut; its numbers are shifted back)."""
+        command = ["grep", "-a", "-b", "-n", "-E", "-f", pattern_file]
+        env = dict(os.environ, LC_ALL="C")
+        cut = self._cut()
+        if cut is None:
+            process = subprocess.Popen(
+                command + [self.path], stdout=subprocess.PIPE, env=env, bufsize=1 << 20
+            )
+            try:
+                yield from self._parsed(process.stdout, 0, 0)
+            finally:
+                process.stdout.close()
+                process.wait()
+            return
+        # the first half ends with a sentinel line that only its grep looks for: its line number
+        # tells how many lines the first half has, so the second half's numbers can be shifted
+        sentinel = "triage-cut-" + uuid.uuid4().hex
+        first = subprocess.Popen(
+            command + ["-e", sentinel],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            bufsize=1 << 20,
+        )
+        feeder = threading.Thread(
+            target=_send_range,
+            args=(self.path, cut, first.stdin, ("\n" + sentinel + "\n").encode()),
+            daemon=True,
+        )
+        feeder.start()
+        with open(self.path, "rb") as tail:
+            tail.seek(cut)
+            second = subprocess.Popen(command, stdin=tail, stdout=subprocess.PIPE, env=env, bufsize=1 << 20)
+        try:
+            marker = sentinel.encode()
+            lines_before_cut = None
+            for item in self._parsed(first.stdout, 0, 0):
+                if item[2] == marker and item[1] >= cut:
+                    lines_before_cut = item[0] - 2  # the sentinel follows an extra newline
+                    continue
+                yield item
+            if lines_before_cut is None:  # the feeder failed: count the first half here
+                with open(self.path, "rb") as head:
+                    lines_before_cut = _count_newlines(head, cut)
+            yield from self._parsed(second.stdout, lines_before_cut, cut)
+        finally:
+            for process in (first, second):
+                process.stdout.close()
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+            feeder.join(timeout=5)
+
+    def _parsed(self, stdout, line_shift: int, offset_shift: int):
+        for raw, true_length in self._output_lines(stdout):
+            lineno_text, _, rest = raw.partition(b":")
+            offset_text, _, text = rest.partition(b":")
+            try:
+                lineno, offset = int(lineno_text), int(offset_text)
+            except ValueError:
+                continue
+            yield lineno + line_shift, offset + offset_shift, text.rstrip(b"\n"), true_length
+
+    def _cut(self) -> int | None:
+        """A byte offset just after a newline near the middle, when two searches pay off; else None."""
+        if self.bytes_total < PARALLEL_MIN or _cpus() < 2:
+            return None
+        with open(self.path, "rb") as reader:
+            reader.seek(self.bytes_total // 2)
+            block = reader.read(1 << 20)
+        newline = block.find(b"\n")
+        if newline < 0:
+            return None  # a giant line across the middle: one search
+        cut = self.bytes_total // 2 + newline + 1
+        return cut if cut < self.bytes_total else None
 
     @property
     def lines_total(self) -> int:
@@ -157,10 +224,7 @@ class GrepScanner:
                 reader.seek(begin)
                 window = reader.read(region_end - begin)
                 first = window.find(b"\n") + 1 if begin else 0
-                latest: dict[bytes, int] = {}
-                for found in PROGRESS.finditer(window, first):
-                    start = window.rfind(b"\n", 0, found.start()) + 1
-                    latest[rank_key(window, start)] = start
+                latest = _latest_progress(window, first)
                 for start in sorted(latest.values()):
                     end = window.find(b"\n", start)
                     # the line number is interpolated from the byte offset: good enough for the timeline
@@ -175,8 +239,93 @@ class GrepScanner:
             self.progress_samples = self.progress_samples[:1] + self.progress_samples[-2048:]
 
 
+_MARKERS = (b"it/s]", b"s/it]", b"'loss': ", b"NCCL INFO")
+
+
+def _latest_progress(window: bytes, first: int) -> dict[bytes, int]:
+    """{rank prefix: start of its last progress line} in the window; plain substring tests per line
+    instead of a regex over the whole window (Python's regex alternation crawls at ~20 MB/s).
+    Read from the end; after 256 progress lines in a row from ranks already seen, earlier lines
+    cannot add a rank that is still printing progress."""
+    latest: dict[bytes, int] = {}
+    end = len(window)
+    stale = 0
+    while end > first and stale < 256:
+        start = window.rfind(b"\n", first, end - 1) + 1
+        if start <= first:
+            start = first
+        line = window[start:end]
+        end = start
+        if (
+            b"it/s]" in line
+            or b"s/it]" in line
+            or b"'loss': " in line
+            or b"NCCL INFO" in line
+            or (b"loss" in line and PROGRESS.search(line) is not None)
+        ):
+            key = rank_key(window, start)
+            if key in latest:
+                stale += 1
+            else:
+                latest[key] = start
+                stale = 0
+    return latest
+
+
 def _ere(literal: str) -> str:
     return "".join("\\" + char if char in ".[]()*+?{}|^$\\" else char for char in literal)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _send_range(path: str, end: int, pipe, trailer: bytes = b"") -> None:
+    """Feed bytes [0, end) of the file, then the trailer, to a grep's stdin (a kernel-side copy where
+    the OS allows it); the trailer is sent only when the whole range went through."""
+    try:
+        with open(path, "rb") as source:
+            offset = 0
+            out = pipe.fileno()
+            while offset < end:
+                try:
+                    sent = os.sendfile(out, source.fileno(), offset, min(end - offset, 1 << 24))
+                except (AttributeError, OSError) as error:
+                    if isinstance(error, BrokenPipeError):
+                        return
+                    source.seek(offset)
+                    data = source.read(min(end - offset, 1 << 20))
+                    if not data:
+                        return
+                    pipe.write(data)
+                    sent = len(data)
+                if sent == 0:
+                    return
+                offset += sent
+            pipe.write(trailer)
+            pipe.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _count_newlines(reader, end: int) -> int:
+    reader.seek(0)
+    count, left = 0, end
+    while left > 0:
+        block = reader.read(min(CHUNK, left))
+        if not block:
+            break
+        count += block.count(b"\n")
+        left -= len(block)
+    return count
 
 
 def _count_lines_from(reader, offset: int, size: int) -> int:

@@ -12,7 +12,12 @@ from triage_helpers import ROOT
 
 SHARED = ROOT.parent / "shared"  # shared/ sits beside the checkout, for developers and CI alike
 SCORER = SHARED / "tools" / "score_corpus.py"
-CORPORA = [SHARED / "corpus", ROOT / "tests" / "fixtures" / "cpu_runs"]
+CORPORA = [
+    SHARED / "corpus",
+    ROOT / "tests" / "fixtures" / "cpu_runs",
+    # hand-written variants of real library messages in other launcher layouts (tests/triage/fixtures/variants)
+    ROOT / "tests" / "triage" / "fixtures" / "variants",
+]
 
 
 def _score(corpus: Path) -> dict[str, float]:

@@ -110,3 +110,24 @@ def test_it_escapes_regex_characters_in_literals_for_grep(tmp_path):
         line for line, _ in python_lines
     ]
     assert [line for line, _ in python_lines] == [2, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.skipif(not grepscan.available(), reason="grep not installed")
+def test_two_grep_halves_find_the_same_lines_as_one(tmp_path, monkeypatch):
+    lines = [
+        f"[default{index % 4}]: {index}%|## | {index}/100 [00:01<00:09, 1.0it/s]" for index in range(6000)
+    ]
+    for at in (10, 2999, 3000, 3001, 5990):  # around the cut near the middle too
+        lines[at] = f"[default{at % 4}]:Traceback (most recent call last):"
+        lines[at + 1] = f'[default{at % 4}]:  File "/w/t.py", line 5, in __getitem__'
+        lines[at + 2] = f"[default{at % 4}]:KeyError: 'conversations' {at}"
+    log = write(tmp_path / "halves.log", "\n".join(lines) + "\n")
+    literals = ["Traceback", "KeyError", 'File "']
+    python_lines = list(LineScanner(open(log, "rb"), compile_literals(literals)))
+    monkeypatch.setattr(grepscan, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(grepscan, "_cpus", lambda: 2)
+    grep_scanner = grepscan.GrepScanner(str(log), literals)
+    assert grep_scanner._cut() is not None
+    grep_lines = list(grep_scanner)
+    assert grep_lines == python_lines
+    assert grep_scanner.lines_total == 6000

@@ -16,7 +16,7 @@ LITERALS = (
 
 _TASK = re.compile(
     r"srun: error: (\S+): tasks? ([\d,\-]+): (Exited with exit code (\d+)|Killed|Terminated|"
-    r"Segmentation fault|Aborted|Bus error)"
+    r"Segmentation fault|Aborted|Bus error|Out Of Memory)"
 )
 _KERNEL = re.compile(r"oom_kill event|oom-kill|Out of memory: Kill|Killed process \d+|invoked oom-killer")
 
@@ -36,6 +36,7 @@ def feed(facts, source: str, lineno: int, text: str, rank):
             "Segmentation fault": "SIGSEGV",
             "Aborted": "SIGABRT",
             "Bus error": "SIGBUS",
+            "Out Of Memory": "SIGKILL",  # the step's cgroup OOM killer
         }.get(kind)
         for task in _tasks(match.group(2)):
             facts.add_exit(

@@ -41,6 +41,27 @@ class Rule:
         return tuple(lit.lower() for lit in self.literals) if self.ignore_case else self.literals
 
 
+class _LazyPattern:
+    """A regex compiled on first use: most rules never see a line with their literals, and compiling
+    ~100 patterns at start-up costs more than scanning a small log."""
+
+    __slots__ = ("_source", "_flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0):
+        self._source, self._flags, self._compiled = source, flags, None
+
+    def _get(self) -> re.Pattern:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
+
+    def search(self, *args, **kwargs):
+        return self._get().search(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._get(), name)
+
+
 def rule(
     id: str,
     category: str,
@@ -60,7 +81,7 @@ def rule(
         category=category,
         role=role,
         literals=tuple(literals),
-        pattern=re.compile(pattern, flags),
+        pattern=_LazyPattern(pattern, flags),
         fixes=tuple(fixes),
         weight=weight,
         summary=summary,

@@ -40,8 +40,18 @@ RULES = [
         "config.precision",
         "config_invalid",
         ROOT,
-        ["bf16", "bfloat16", "fp16", "Ampere", "mixed precision", "unscale FP16", "not implemented for '"],
-        r"(?:bf16|bfloat16).{0,80}(?:not supported|requires|only supported|Ampere)|"
+        [
+            "bf16",
+            "float16",
+            "BF16",
+            "fp16",
+            "Ampere",
+            "mixed precision",
+            "unscale FP16",
+            "not implemented for '",
+        ],
+        r"(?:[Bb][Ff]16|[Bb]float16).{0,80}(?:not supported|requires|only supported|Ampere|compute capability)|"
+        r"(?:doesn't|does not|don't|do not) support (?:[Bb][Ff]16|[Bb]float16)|"
         r"(?:fp16|bf16) and (?:fp16|bf16).{0,40}(?:can|cannot|both)|(?:fp16|bf16).{0,20}mutually exclusive|"
         r"(?:fp16|mixed precision).{0,60}(?:requires a GPU|only supported|can only be used)|"
         r"Ampere (?:GPUs )?or newer|Attempting to unscale FP16 gradients|not implemented for '(?:Half|BFloat16)'",
@@ -68,6 +78,23 @@ RULES = [
         ["fix_config"],
         0.85,
         "the LoRA target modules do not exist in this model",
+    ),
+    rule(
+        "config.quantized_training",
+        "config_invalid",
+        ROOT,
+        [
+            "purely quantized",
+            "loaded in 8-bit",
+            "loaded in 4-bit",
+            "Zero-3 is not compatible",
+            "ZeRO-3 is not compatible",
+        ],
+        r"fine-tuning on purely quantized models|train a model that has been loaded in \d-bit precision on a different device|"
+        r"Ze[Rr]O-3 is not compatible with",
+        ["fix_config"],
+        0.85,
+        "the quantization / ZeRO-3 / device_map settings cannot be combined for training",
     ),
     rule(
         "config.divisible",

@@ -102,6 +102,31 @@ RULES = [
         facts=_exception_from_class,
     ),
     rule(
+        "data.map_ragged",
+        "data_pipeline",
+        ROOT,
+        [
+            "expected length",
+            "stack expects each tensor",
+            "each element in list of batch should be of equal size",
+        ],
+        r"Column \d+ named \w+ expected length \d+ but got length \d+|stack expects each tensor to be equal size|"
+        r"each element in list of batch should be of equal size",
+        ["fix_data_file", "convert_data_format"],
+        0.93,
+        "the preprocessing returned samples of unequal length that cannot form one column or batch",
+    ),
+    rule(
+        "data.cast_columns",
+        "data_schema",
+        ROOT,
+        ["DatasetGenerationCastError", "must have the same columns"],
+        r"DatasetGenerationCastError|All the data files must have the same columns",
+        ["convert_data_format", "fix_data_file"],
+        0.93,
+        "the data files do not share one set of columns",
+    ),
+    rule(
         "data.unicode",
         "data_corrupt",
         ROOT,

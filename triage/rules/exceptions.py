@@ -35,6 +35,7 @@ _DATA_CORRUPT = {
 }
 _VERSION = {"ImportError", "ModuleNotFoundError"}
 _CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError"}
+CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
 WEIGHT = 0.3
 

@@ -10,7 +10,8 @@ RULES = [
         "storage",
         ROOT,
         ["No space left on device", "Disk quota exceeded", "ENOSPC"],
-        r"No space left on device(?!.{0,200}(?:/dev/shm|torch_))|Disk quota exceeded|ENOSPC",
+        r"^(?!.{0,400}(?:/dev/shm|file </torch_))(?:.{0,2000}?)(?:No space left on device(?!.{0,200}(?:/dev/shm|torch_))|"
+        r"Disk quota exceeded|ENOSPC)",
         ["free_disk", "fix_path"],
         0.9,
         "the disk is full",

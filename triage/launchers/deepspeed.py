@@ -58,49 +58,17 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         facts.world_size = int(next(group for group in match.groups() if group))
     match = _RETURN.search(text)
     if match:
-        local = _LOCAL.search(text)
-        facts.add_exit(
-            RankExit(
-                rank=None,
-                local_rank=int(local.group(1)) if local else None,
-                exit_code=int(match.group(1)),
-                source=source,
-                line=lineno,
-                text=text.strip(),
-                host=facts.state.get("current_host"),
-            )
-        )
+        _add_exit(facts, text, source, lineno, int(match.group(1)), host=facts.state.get("current_host"))
         facts.saw("deepspeed")
         return 0
     match = _DIED.search(text)
     if match:
-        local = _LOCAL.search(text)
-        facts.add_exit(
-            RankExit(
-                rank=None,
-                local_rank=int(local.group(1)) if local else None,
-                exit_code=-int(match.group(2)),
-                signal=match.group(1),
-                source=source,
-                line=lineno,
-                text=text.strip()[:400],
-                host=facts.state.get("current_host"),
-            )
-        )
+        _add_exit(facts, text, source, lineno, -int(match.group(2)), signal=match.group(1),
+                  host=facts.state.get("current_host"))
         return 0
     match = _STATUS.search(text)
     if match and "ssh" not in text:
-        local = _LOCAL.search(text)
-        facts.add_exit(
-            RankExit(
-                rank=None,
-                local_rank=int(local.group(1)) if local else None,
-                exit_code=int(match.group(1)),
-                source=source,
-                line=lineno,
-                text=text.strip()[:400],
-            )
-        )
+        _add_exit(facts, text, source, lineno, int(match.group(1)))
         return 0
     match = _MPI_SIGNAL.search(text)
     if match:
@@ -117,3 +85,22 @@ def feed(facts, source: str, lineno: int, text: str, rank):
             )
         )
     return 0
+
+
+def _add_exit(facts, text: str, source: str, lineno: int, exit_code: int, *, signal=None, host=None) -> None:
+    """A launcher line that reports one local process's end (its global rank is resolved later)."""
+    from triage.launchers import RankExit  # the package imports this module
+
+    local = _LOCAL.search(text)
+    facts.add_exit(
+        RankExit(
+            rank=None,
+            local_rank=int(local.group(1)) if local else None,
+            exit_code=exit_code,
+            signal=signal,
+            source=source,
+            line=lineno,
+            text=text.strip()[:400],
+            host=host,
+        )
+    )

@@ -279,6 +279,8 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         elif near_bare is not None:
             winner.facts.setdefault("exception", near_bare["exception"])
             winner.facts.setdefault("message", near_bare["message"])
+        else:
+            winner.traceback = _surfacing_exception(collected, winner, pool)
     else:
         for item in collected.bare_exceptions:
             if item["source"] == winner.source and item["line"] == winner.line:
@@ -343,6 +345,32 @@ def _exception(winner: Candidate, root_tb: Traceback | None) -> tuple[str | None
     if winner.rule_id.startswith("launcher.") and winner.facts.get("exit_code") is not None:
         return None, f"exit code {winner.facts['exit_code']} ({winner.facts.get('signal')}): {winner.text}"
     return None, winner.text
+
+
+def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Candidate]) -> Traceback | None:
+    """The Python exception that surfaces a root line printed just before it (a kernel assertion, a
+    DataLoader worker's bus error): same file, same rank (or an unprefixed root line), within a
+    screenful after it, and itself recognised as the same kind of failure."""
+    if winner.source is None or winner.line is None or winner.rule_id.startswith("launcher."):
+        return None
+    same_kind = set()
+    for item in pool:
+        if item.category == winner.category:
+            same_kind.add((item.source, item.line))
+            if item.traceback is not None:
+                same_kind.add((item.traceback.source, item.traceback.exc_line))
+    following = [
+        tb
+        for tb in collected.tracebacks
+        if tb.source == winner.source
+        and tb.exc_line is not None
+        and 0 < tb.exc_line - winner.line <= 60
+        and (winner.rank is None or tb.rank == winner.rank)
+        and tb.exception
+        and tb.exception not in _WRAPPERS
+        and (tb.source, tb.exc_line) in same_kind
+    ]
+    return min(following, key=lambda tb: tb.exc_line, default=None)
 
 
 def _nearby_exception(collected: Collected, winner: Candidate) -> tuple[Traceback | None, dict | None]:

@@ -17,6 +17,8 @@ CORPORA = [
     ROOT / "tests" / "fixtures" / "cpu_runs",
     # hand-written variants of real library messages in other launcher layouts (tests/triage/fixtures/variants)
     ROOT / "tests" / "triage" / "fixtures" / "variants",
+    # cases written blind (by someone who never read the engine), kept as a held-out-style check
+    ROOT / "tests" / "triage" / "fixtures" / "blind",
 ]
 
 

@@ -109,3 +109,23 @@ def test_it_uses_only_taxonomy_slugs():
     for rule in registry():
         assert rule.category in taxonomy, rule.id
         assert set(rule.fixes) <= kinds, rule.id
+
+
+def test_it_tells_a_vocabulary_size_mismatch_from_another_bad_checkpoint(tmp_path):
+    head = (
+        "Traceback (most recent call last):\n"
+        '  File "merge_lora.py", line 41, in <module>\n'
+        "    model = PeftModel.from_pretrained(base, args.adapter)\n"
+        "RuntimeError: Error(s) in loading state_dict for PeftModelForCausalLM:\n"
+    )
+    vocab = tmp_path / "vocab.log"
+    vocab.write_text(head + "\tsize mismatch for base_model.model.model.embed_tokens.weight: copying a param "
+                     "with shape torch.Size([32002, 4096]) from checkpoint, the shape in current model is "
+                     "torch.Size([32000, 4096]).\n")
+    other = tmp_path / "other.log"
+    other.write_text(head + "\tsize mismatch for base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight: "
+                     "copying a param with shape torch.Size([16, 4096]) from checkpoint, the shape in current "
+                     "model is torch.Size([8, 4096]).\n")
+    matched, unmatched = diagnose([vocab]), diagnose([other])
+    assert (matched.rule_id, matched.fixes[0]["kind"]) == ("model_load.vocab_size", "fix_code")
+    assert unmatched.category == "model_load" and unmatched.rule_id != "model_load.vocab_size"

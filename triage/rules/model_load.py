@@ -55,6 +55,20 @@ RULES = [
         "the Hugging Face Hub could not be reached to download the model",
     ),
     rule(
+        # embeddings or output head of another length: tokens were added when the checkpoint
+        # (or adapter) was trained, so the model must be resized to the tokenizer before loading
+        "model_load.vocab_size",
+        "model_load",
+        ROOT,
+        ["size mismatch for"],
+        r"size mismatch for [\w.]*(?:embed_tokens|word_embeddings|wte|embed_in|embed_out|lm_head|shared|"
+        r"output_layer|output)\.(?:[\w.]*\.)?weight",
+        ["fix_code", "fix_path"],
+        0.95,  # more specific than the "Error(s) in loading state_dict" line it continues
+        "the checkpoint's embeddings have another vocabulary size than the model: tokens were added when it "
+        "was trained, so resize the model's token embeddings to the tokenizer before loading it",
+    ),
+    rule(
         "model_load.state_dict",
         "model_load",
         ROOT,

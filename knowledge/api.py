@@ -50,13 +50,8 @@ class ProblemViewSet(TeamScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
     parser_classes = [JSONParser]
     lookup_value_regex = "[0-9]+"
 
-    def team_problems(self):
-        if isinstance(self.request.auth, ApiKey):
-            return Problem.objects.of_team(self.request.auth.team_id)
-        return Problem.objects.visible_to(self.request.user)
-
     def get_queryset(self):
-        return self.team_problems().select_related("resolved_by").order_by("-last_seen", "-id")
+        return self.team_rows(Problem).select_related("resolved_by").order_by("-last_seen", "-id")
 
     serializer_class = KnownProblemSerializer
     http_method_names = ["get", "patch", "head", "options"]

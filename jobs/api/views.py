@@ -46,10 +46,14 @@ class BinaryRenderer(BaseRenderer):
 class TeamScopedMixin:
     """Every object reachable through the API belongs to the caller's team(s): others answer 404."""
 
-    def team_incidents(self):
+    def team_rows(self, model):
+        """The caller's rows of a team-scoped model: the key's team, or the session user's teams."""
         if isinstance(self.request.auth, ApiKey):
-            return Incident.objects.of_team(self.request.auth.team_id)
-        return Incident.objects.visible_to(self.request.user)
+            return model.objects.of_team(self.request.auth.team_id)
+        return model.objects.visible_to(self.request.user)
+
+    def team_incidents(self):
+        return self.team_rows(Incident)
 
     def submitting_team(self) -> Team:
         if isinstance(self.request.auth, ApiKey):

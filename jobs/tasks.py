@@ -7,6 +7,7 @@ diagnosed, failed (with the reason), or back to queued for a retry of a transien
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from datetime import timedelta
@@ -87,7 +88,10 @@ def diagnose_incident(self, incident_pk: int) -> str:
 
 
 def layout(incident: Incident, folder: Path) -> dict:
-    """Copy the artifacts into `folder` under their original relative names (a torchrun --log-dir tree)."""
+    """Lay the artifacts out in `folder` under their original relative names (a torchrun --log-dir tree).
+
+    Local storage is linked, not copied: logs reach gigabytes, and the engine only reads them.
+    """
     logs, names, configs, data = [], {}, [], None
     for artifact in incident.artifacts.all():
         relative = PurePosixPath(artifact.original_name.replace("\\", "/"))
@@ -96,8 +100,7 @@ def layout(incident: Incident, folder: Path) -> dict:
         if target.exists():  # two uploads with one name: keep both
             target = folder / artifact.kind / f"dup-{artifact.pk}" / Path(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with artifact.file.open("rb") as source, open(target, "wb") as handle:
-            shutil.copyfileobj(source, handle, 1024 * 1024)
+        place(artifact, target)
         if artifact.kind == Artifact.Kind.CONFIG:
             configs.append(str(target))
         elif artifact.kind == Artifact.Kind.DATA_SAMPLE:
@@ -106,6 +109,18 @@ def layout(incident: Incident, folder: Path) -> dict:
             logs.append(str(target))
             names[str(target)] = artifact.original_name
     return {"paths": logs, "names": names, "config_paths": configs, "data_path": data}
+
+
+def place(artifact: Artifact, target: Path) -> None:
+    try:
+        stored = artifact.file.path  # storages without local files (S3) raise NotImplementedError
+    except NotImplementedError:
+        stored = None
+    if stored is not None:
+        os.symlink(stored, target)
+        return
+    with artifact.file.open("rb") as source, open(target, "wb") as handle:
+        shutil.copyfileobj(source, handle, 1024 * 1024)
 
 
 def run_engine(incident: Incident) -> dict:

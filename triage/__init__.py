@@ -11,10 +11,10 @@ Pipeline (each stage one module):
 
 from __future__ import annotations
 
-from triage.api import diagnose
 from triage.diagnosis import ENGINE_VERSION, Diagnosis, Event, Evidence, RankStatus, RootCause
 from triage.errors import InputRejected, UnusableInput
 from triage.limits import Limits
+from triage.pipeline import diagnose
 from triage.sources import inspect_upload
 
 __all__ = [

@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.action == "convert-data":
         return convert_data.run(args)
-    from triage.api import diagnose
     from triage.inputs import read_text
+    from triage.pipeline import diagnose
     from triage.report import human_report
 
     try:

@@ -9,8 +9,9 @@ from django.http import JsonResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from jobs import chartseries as series
+from jobs import logfiles
 from jobs.models import Diagnosis
-from jobs.views import logfiles, series
 from jobs.views.incidents import visible_incident
 
 CACHE_SECONDS = 3600

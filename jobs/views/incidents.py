@@ -12,8 +12,8 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from jobs import presenters
 from jobs.models import Diagnosis, Incident
-from jobs.views import presenters
 from knowledge.services import recognise
 
 PAGE_SIZE = 50

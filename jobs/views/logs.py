@@ -3,8 +3,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, render
 
+from jobs import logfiles
 from jobs.models import Artifact
-from jobs.views import logfiles
 from jobs.views.incidents import visible_incident
 
 

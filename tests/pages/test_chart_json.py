@@ -3,7 +3,7 @@ import json
 
 from django.urls import reverse
 
-from jobs.views import series
+from jobs import chartseries as series
 from tests.pages.factories import add_artifact, sample_diagnosis, two_rank_log
 
 

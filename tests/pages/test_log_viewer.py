@@ -5,7 +5,7 @@ import zipfile
 
 from django.urls import reverse
 
-from jobs.views import logfiles
+from jobs import logfiles
 from tests.pages.factories import add_artifact, node_log
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from triage import fixes as fix_builders
 from triage import memory as memory_module
+from triage.collect import Collector
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
-from triage.engine import Collector
 from triage.fingerprint import fingerprint
 from triage.inputs import launcher_from_command, load_config, load_data_sample, world_size_from_command
 from triage.limits import Limits

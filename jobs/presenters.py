@@ -10,7 +10,7 @@ import json
 import re
 import shlex
 
-from jobs.views import logfiles
+from jobs import logfiles
 
 MAX_EVIDENCE = 12
 RANK_IN_LINE = re.compile(r"\[(?:rank|default)(\d+)\]|^(\d+): ")

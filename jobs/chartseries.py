@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from jobs.views.presenters import as_dict, as_int, as_list, rank_ranges, text
+from jobs.presenters import as_dict, as_int, as_list, rank_ranges, text
 from triage.memory.downsample import downsample
 
 MAX_POINTS = 5000

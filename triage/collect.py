@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from triage import grepscan, launchers, rules, timestamps
+from triage import decorations, grepscan, launchers, rules, timestamps
 from triage.collected import Collected, Hit
 from triage.ranks import mentioned_rank, split_prefix
 from triage.rules import CASCADE, HINT
@@ -166,8 +166,15 @@ class Collector:
         prefixed = split_prefix(text)
         if prefixed.style:
             out.prefix_styles.add(prefixed.style)
-        rank = prefixed.rank if prefixed.rank is not None else rank_hint
         body = prefixed.text
+        core = decorations.core(body)
+        if prefixed.rank is None and core is not body and "[" in core[:12]:
+            # "2024-05-01 10:00:00 [rank1]: ..." / a bar glued before "[rank1]:": the rank follows the decorations
+            inner = split_prefix(core)
+            if inner.rank is not None:
+                prefixed, core = inner, decorations.core(inner.text)
+                out.prefix_styles.add(inner.style)
+        rank = prefixed.rank if prefixed.rank is not None else rank_hint
         out.seq += 1
         # an error.json repeats what the rank's own log says; cite the log when both have it
         seq = out.seq + (10**9 if self._in_error_file else 0)
@@ -190,13 +197,13 @@ class Collector:
         assembler = assemblers.get(rank)
         if assembler is None:
             assembler = assemblers[rank] = TracebackAssembler(source, rank, out.tracebacks)
-        if self._continue_message(source, rank, body):
+        if self._continue_message(source, rank, core):
             return 0
         finished_before = len(out.tracebacks)
         was_open = assembler.open
-        assembler.feed(lineno, body, seq, t)
+        assembler.feed(lineno, core, seq, t)
         if not was_open and not assembler.open and len(out.tracebacks) == finished_before:
-            self._bare_exception(source, lineno, body, rank, seq, t)
+            self._bare_exception(source, lineno, core, rank, seq, t)
         if len(out.tracebacks) > finished_before:
             finished = out.tracebacks[-1]
             if finished.chained_to_previous and finished_before > 0:
@@ -210,7 +217,7 @@ class Collector:
         if assembler.open or "Traceback" in body or 'File "' in body or "RemoteTraceback" in body:
             follow = max(follow, 40)
         inside_body = was_open and assembler.open
-        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body)
+        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core)
         if _PHASE_LOADING.search(body) and track is not None:
             track.phase = "loading"
         return follow
@@ -228,6 +235,7 @@ class Collector:
             "line": lineno,
             "rank": rank,
             "exception": parsed[0],
+            "full_name": parsed[1],
             "message": parsed[2],
             "text": body[:1000],
             "seq": seq,
@@ -263,12 +271,14 @@ class Collector:
             target.message = (target.message + " " + stripped)[:2000]
         return False
 
-    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False) -> None:
-        """code_only: the line is a frame or a source line inside a traceback; only frame hints apply."""
+    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False, core=None) -> None:
+        """code_only: the line is a frame or a source line inside a traceback; only frame hints apply.
+        core: the line without its decorations (timestamps, levels, runner tags); anchored rules read it."""
         out = self.out
         line_hits = []
         cascade = False
-        stripped = body.lstrip()
+        core = body if core is None else core
+        stripped = core.lstrip()
         if (
             stripped.startswith(
                 ("raise ", "assert ", "except ", "if ", "elif ", "#", "warnings.warn(", "│", "┃")
@@ -276,7 +286,11 @@ class Collector:
             or "❱" in body
         ):
             code_only = True  # source code quoted in a traceback (plain or rich box) is not the error itself
-        for item, match in rules.matching(body):
+        matches = rules.matching(body)
+        if core is not body:
+            seen = {id(item) for item, _match in matches}
+            matches += [(item, match) for item, match in rules.matching(core) if id(item) not in seen]
+        for item, match in matches:
             if code_only and item.role != HINT:
                 continue
             if item.role == CASCADE:
@@ -289,7 +303,7 @@ class Collector:
                     rank if rank is not None else mentioned_rank(body),
                     source,
                     lineno,
-                    _after_progress_bar(body, match.start())[:1000],
+                    _after_progress_bar(match.string, match.start())[:1000],
                     seq,
                     t,
                     facts,

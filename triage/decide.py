@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.collected import Collected, Hit
+from triage.ranks import mentioned_rank
 from triage.rules import CONFIRMATION, HINT, exceptions
 from triage.tracebacks import Traceback, parse_bare_exception
 
@@ -93,10 +94,10 @@ def candidates(collected: Collected) -> list[Candidate]:
         if id(tb) in claimed or tb.exception is None:
             continue
         # the exception line may have matched a rule through a continuation line; look at the message too
-        guess = exceptions.classify(tb.exception, tb.message, tb.frames)
+        guess = exceptions.explain(tb.exception, tb.message, tb.frames, tb.full_name)
         if guess is None:
             continue
-        category, fixes, weight = guess
+        category, fixes, weight, basis = guess
         out.append(
             Candidate(
                 category,
@@ -104,16 +105,17 @@ def candidates(collected: Collected) -> list[Candidate]:
                 fixes,
                 f"exception.{tb.exception}",
                 "",
-                tb.rank,
+                tb.rank if tb.rank is not None else mentioned_rank(tb.exc_text),
                 tb.source,
                 tb.exc_line,
                 tb.exc_text,
                 tb.seq,
                 tb.t,
-                {},
+                {"classified_by": basis},
                 tb,
             )
         )
+    out.extend(_bare_candidates(collected, {(hit.source, hit.line) for hit in collected.hits}))
     out.extend(_signal_candidates(collected))
     handled = _handled_tracebacks(collected)
     for candidate in out:
@@ -129,6 +131,49 @@ def candidates(collected: Collected) -> list[Candidate]:
         if same:
             candidate.confirmations = same[:5]
             candidate.weight += 0.15
+    return out
+
+
+BARE_FACTOR = 0.8  # an exception line printed without its traceback says less than a whole traceback
+
+
+def bare_traceback(item: dict) -> Traceback:
+    """An exception line printed without a traceback, as a traceback with no frames."""
+    return Traceback(
+        item["source"],
+        item["rank"],
+        item["line"],
+        exception=item["exception"],
+        full_name=item.get("full_name") or item["exception"],
+        message=item["message"],
+        exc_line=item["line"],
+        exc_text=item["text"],
+        seq=item["seq"],
+        t=item["t"],
+    )
+
+
+def _bare_candidates(collected: Collected, hit_lines: set) -> list[Candidate]:
+    """Exception lines with no traceback around them (`[rank3]: RuntimeError: ...` alone) that no rule
+    matched: the fallback classifier names a category from the class and the message."""
+    out = []
+    cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
+    for item in collected.bare_exceptions:
+        key = (item["source"], item["line"])
+        if key in hit_lines or key in cascade_lines or item["exception"] in _WRAPPERS:
+            continue
+        guess = exceptions.explain(item["exception"], item["message"], [], item.get("full_name"))
+        if guess is None:
+            continue
+        category, fixes, weight, basis = guess
+        tb = bare_traceback(item)
+        out.append(
+            Candidate(
+                category, weight * BARE_FACTOR, fixes, f"exception.{item['exception']}", "",
+                item["rank"] if item["rank"] is not None else mentioned_rank(item["text"]),
+                item["source"], item["line"], item["text"], item["seq"], item["t"], {"classified_by": basis}, tb,
+            )
+        )
     return out
 
 
@@ -206,7 +251,7 @@ def _signal_candidates(collected: Collected) -> list[Candidate]:
                 Candidate(
                     "host_oom",
                     SIGKILL_WEIGHT,
-                    ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"],
+                    ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"],
                     "launcher.sigkill",
                     "the process was killed with SIGKILL (exit -9) and left no "
                     "traceback, the signature of the host's out-of-memory killer",
@@ -239,6 +284,15 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         raised = [tb for tb in collected.tracebacks if tb.exception and tb.exception not in _WRAPPERS]
         cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
         raised = [tb for tb in raised if (tb.source, tb.exc_line) not in cascade_lines]
+        if not raised:
+            # exception lines printed without a traceback still name what was raised
+            raised = [
+                bare_traceback(item)
+                for item in collected.bare_exceptions
+                if item["exception"] not in _WRAPPERS
+                and item["exception"] not in exceptions.CASCADE_EXCEPTIONS
+                and (item["source"], item["line"]) not in cascade_lines
+            ]
         if raised:
             # no known signature, but a rank raised something of its own: report it as it is
             origin = _origin(raised[0])
@@ -408,6 +462,11 @@ def first_failing_rank(
     if winner.category == "nccl_timeout":
         return _timeout_culprit(collected, winner, pool, world_size)
     if winner.rank is not None:
+        first = _launcher_first_exit(collected, winner)
+        if first is not None:
+            return first, (
+                f"the rank the launcher saw exit first on its own; rank {winner.rank}'s log shows the same error"
+            )
         return winner.rank, "the rank that raised the root error"
     # a rank-less root line: attribute it through the launcher's exit records
     failed = [
@@ -434,6 +493,34 @@ def first_failing_rank(
     return (
         (own[0], "the rank that printed the root error") if own else (None, "the logs do not say which rank")
     )
+
+
+def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:
+    """Every rank raised the same start-up error, but only one rank's traceback was kept: the launcher's
+    own record of the one rank that exited by itself (the others got SIGTERM) names the first failure.
+    Only when that rank left no output here (else its own lines would have decided) and the launcher
+    wrote into the same log as the winner (same node, so local and global ranks agree)."""
+    launcher = collected.launcher
+    own = []
+    if "host" in collected.prefix_styles or any(item.host for item in launcher.exits):
+        return None  # several nodes: a launcher's local rank does not name a global one
+    for item in launcher.exits:
+        rank = item.rank if item.rank is not None else item.local_rank
+        if (
+            rank is None
+            or item.exit_code in (None, 0, -15)
+            or item.signal == "SIGTERM"
+            or (item.pid is not None and item.pid in launcher.sigterm_pids)
+            or item.root_cause_block
+        ):
+            continue
+        if item.source != winner.source:
+            return None
+        if rank not in own:
+            own.append(rank)
+    if len(own) != 1 or own[0] == winner.rank or own[0] in collected.tracks:
+        return None
+    return own[0]
 
 
 def _timeout_culprit(

@@ -23,7 +23,7 @@ DEFAULT_FIXES = {
     "data_corrupt": ["fix_data_file"],
     "data_pipeline": ["fix_data_file"],
     "gpu_oom": ["reduce_batch_size", "enable_gradient_checkpointing"],
-    "host_oom": ["reduce_dataloader_workers", "reduce_batch_size"],
+    "host_oom": ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"],
     "dataloader_worker": ["reduce_dataloader_workers"],
     "nccl_timeout": ["increase_timeout", "set_nccl_env"],
     "nccl_error": ["set_nccl_env"],
@@ -93,7 +93,7 @@ def _build(
         category, confidence, kinds, facts, rule_id = "unknown", 0.1, [], {}, None
     else:
         category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
-        kinds = _fix_kinds(winner, collected, verdict)
+        kinds = _fix_kinds(winner, collected, verdict, command)
         confidence = round(
             min(0.97, 0.35 + winner.weight * 0.6 + (0.05 if verdict.root_traceback else 0.0)), 2
         )
@@ -221,7 +221,42 @@ def _launcher_from_frames(collected) -> str:
     return "unknown"
 
 
-def _fix_kinds(winner, collected, verdict: Verdict) -> list[str]:
+_WORKER_FRAMES = re.compile(r"popen_fork|popen_spawn|multiprocessing|_MultiProcessingDataLoaderIter|worker", re.I)
+_WORKER_FLAGS = re.compile(r"--(?:dataloader_num_workers|preprocessing_num_workers|num_workers|num_proc)[= ]+([1-9]\d*)")
+
+
+def _shows_workers(collected, command: str | None) -> bool:
+    """The run used DataLoader / preprocessing workers: a flag with a count, or the log's own lines."""
+    if command and _WORKER_FLAGS.search(command):
+        return True
+    if any(hit.rule.id.startswith(("dataloader.", "data.parallel_map")) for hit in collected.hits):
+        return True
+    # the allocation that failed was a fork/spawn of a worker process
+    return any(
+        _WORKER_FRAMES.search(frame.get("file", "") + " " + frame.get("function", ""))
+        for tb in collected.tracebacks[-50:]
+        if tb.exception in ("OSError", "MemoryError", "RuntimeError")
+        for frame in tb.frames[-4:]
+    )
+
+
+def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> list[str]:
+    """Order fix kinds by what the log and the command show: a fix they do not support moves back."""
+    kinds = list(kinds)
+    if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
+        kinds.remove("reduce_dataloader_workers")
+        kinds.insert(0, "reduce_dataloader_workers")
+    keyword = winner.facts.get("keyword")
+    if "rename_flag" in kinds and "pin_versions" in kinds and keyword:
+        on_command_line = bool(command) and re.search(rf"--{re.escape(str(keyword))}\b", command)
+        if not on_command_line:
+            # a library calling another library with a new argument: the versions disagree, no flag to rename
+            kinds.remove("rename_flag")
+            kinds.insert(kinds.index("pin_versions") + 1, "rename_flag")
+    return kinds
+
+
+def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) -> list[str]:
     kinds = list(winner.fixes)
     if winner.category == "host_oom":
         phase = None
@@ -233,6 +268,9 @@ def _fix_kinds(winner, collected, verdict: Verdict) -> list[str]:
         if phase == "loading":
             # every rank materialising the full checkpoint in RAM at once
             kinds = ["fix_config", "shard_more", "reduce_dataloader_workers"]
+        elif phase == "training":
+            # RAM that grows while steps run: the input pipeline's workers and the batch they prepare
+            kinds = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
     for kind in DEFAULT_FIXES.get(winner.category, []):
         if kind not in kinds:
             kinds.append(kind)
@@ -241,7 +279,7 @@ def _fix_kinds(winner, collected, verdict: Verdict) -> list[str]:
         if kind not in seen:
             seen.add(kind)
             out.append(kind)
-    return out
+    return _by_evidence(out, winner, collected, command)
 
 
 def _evidence(verdict: Verdict) -> list[Evidence]:

@@ -18,7 +18,9 @@ _HOST = re.compile(
     r"\d{1,3}(?:\.\d{1,3}){3})): "
 )
 # a mention inside the message: "[Rank 5] Watchdog", "rank 3 ", "Rank 0:" (weaker, used by rules)
-MENTION = re.compile(r"\[\s?[Rr]ank\s?(\d{1,6})\s?\]|^[Rr]ank[ _=:]{1,2}(\d{1,6})\b")
+MENTION = re.compile(
+    r"\[\s?[Rr]ank\s?(\d{1,6})\s?\]|(?:^|^[\w.]{1,80}(?:Error|Exception): )[Rr]ank[ _=:]{1,2}(\d{1,6})\b"
+)
 
 
 @dataclass(frozen=True)

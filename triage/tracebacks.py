@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from triage.decorations import core
+
 HEADER = "Traceback (most recent call last)"
 _FRAME = re.compile(r'File "([^"]{1,500})", line (\d+)(?:, in ([^\s│]{1,200}))?')
 _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,200}))?")
@@ -56,7 +58,7 @@ _EXCEPTION_LIKE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Inval
 
 def parse_bare_exception(text: str) -> tuple[str, str, str] | None:
     """An exception line seen outside a traceback: only names that look like exception classes count."""
-    parsed = parse_exception_line(text)
+    parsed = parse_exception_line(core(text))
     if parsed is None or not _EXCEPTION_LIKE.search(parsed[0]):
         return None
     return parsed

@@ -6,6 +6,17 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.devices_spread",
+        "config_invalid",
+        ROOT,
+        ["Expected all tensors to be on the same device"],
+        r"Expected all tensors to be on the same device.{0,80}\b(?:cuda|npu|xpu):(\d+) and (?:cuda|npu|xpu):(\d+)",
+        ["fix_config"],
+        0.75,
+        "the model is spread over several GPUs in one process (device_map='auto' or every GPU visible): "
+        "pin each process to one device (CUDA_VISIBLE_DEVICES / device_map per local rank)",
+    ),
+    rule(
         "code.device_mismatch",
         "code_bug",
         ROOT,

@@ -1,5 +1,15 @@
-"""Fallback: name a category from the exception class and where it was raised, when no
-specific rule matched the exception line."""
+"""The fallback classifier: a category for an exception that no specific rule recognised.
+
+It reads, in this order, what any Python exception carries whatever form the log printed it in:
+1. the exception class (`OutOfMemoryError`, `JSONDecodeError`, `NameError`, ...),
+2. keywords of its message (`must be divisible`, `unexpected keyword argument`, `num_samples=0`),
+3. where it was raised: the library module of the class or of the raising frame (`deepspeed/runtime/config`,
+   `transformers/training_args`, `datasets/`, `torch/distributed/elastic/rendezvous`) versus the user's
+   own code, and data-handling frames (`__getitem__`, `preprocess`, `collate`).
+Each answer carries a lower weight than a specific rule and says what it was based on (`basis`), so the
+page can explain "classified by the message keywords ...". Nothing here is fitted to one case's wording:
+every entry is a phrase libraries use across many messages.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +17,10 @@ import re
 
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
-    r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat",
+    r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align_",
     re.IGNORECASE,
 )
-_SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/")
+_SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\")
 _CODE_BUGS = {
     "NameError",
     "UnboundLocalError",
@@ -18,6 +28,7 @@ _CODE_BUGS = {
     "ZeroDivisionError",
     "IndentationError",
     "SyntaxError",
+    "TabError",
     "RecursionError",
     "NotImplementedError",
     "TypeError",
@@ -32,44 +43,171 @@ _DATA_CORRUPT = {
     "DatasetGenerationError",
     "ArrowTypeError",
     "EmptyDataError",
+    "BadZipFile",
+    "UnpicklingError",
 }
 _VERSION = {"ImportError", "ModuleNotFoundError"}
 _CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError"}
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
 WEIGHT = 0.3
+_SOFT_KEYWORDS = {"data_schema", "data_corrupt", "data_pipeline", "config_invalid", "version_mismatch", "model_load"}
+
+# (category, fix kinds, weight, message pattern): the first that matches the message wins.
+_KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
+    (c, f, w, re.compile(p, re.IGNORECASE))
+    for c, f, w, p in [
+        ("gpu_oom", ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more"], 0.6,
+         r"(?:cuda|gpu|hip|device|xpu|npu)\b.{0,40}out of memory|out of memory.{0,60}(?:cuda|gpu|tried to allocate)"),
+        ("host_oom", ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"], 0.5,
+         r"cannot allocate memory|std::bad_alloc|out of (?:host|cpu) memory|\bENOMEM\b"),
+        ("dataloader_worker", ["increase_shm", "reduce_dataloader_workers"], 0.5,
+         r"dataloader worker|shared memory|/dev/shm|\bshm\b|bus error"),
+        ("hardware", ["replace_hardware"], 0.55,
+         r"\becc error|uncorrectable|\bxid\b|fallen off the bus|nvlink|hardware error|gpu is lost"),
+        ("cuda_error", ["debug_cuda"], 0.5,
+         r"device-side assert|illegal memory access|cublas_status|cudnn_status|cuda error|cuda driver|"
+         r"no kernel image|misaligned address|launch failure|unspecified launch"),
+        ("nccl_timeout", ["increase_timeout", "set_nccl_env"], 0.5,
+         r"(?:collective|watchdog|allreduce|all_reduce|barrier|broadcast|allgather|nccl|gloo).{0,80}"
+         r"(?:timed? ?out|timeout)|(?:timed? ?out|timeout).{0,60}(?:collective|barrier|allreduce|nccl|gloo)"),
+        ("nccl_error", ["set_nccl_env"], 0.5,
+         r"\bnccl\b.{0,40}(?:error|failure|failed|warn)|nccl(?:System|Internal|InvalidUsage|UnhandledCuda)Error"),
+        ("rendezvous", ["fix_rendezvous"], 0.5,
+         r"address already in use|eaddrinuse|rendezvous|master_addr|master_port|tcpstore|"
+         r"name or service not known|name does not resolve|can't resolve|connection refused|no route to host|"
+         r"nodename nor servname|failed to (?:connect|bind)"),
+        ("storage", ["free_disk", "fix_path"], 0.5,
+         r"no space left|disk quota|read-only file system|input/output error|errno 28|errno 122"),
+        ("numerical", ["fix_numerics"], 0.5,
+         r"\bnan\b|\binf(?:inite)?\b.{0,30}(?:loss|grad)|(?:loss|grad\w*).{0,40}\b(?:nan|inf)\b|loss scale|"
+         r"overflow.{0,30}(?:grad|loss)|non-finite"),
+        ("model_load", ["fix_path", "fix_config"], 0.5,
+         r"size mismatch for|can't load (?:the )?(?:tokenizer|model|config)|does not appear to have a file|"
+         r"missing key\(s\) in state_dict|unexpected key\(s\) in state_dict|not a valid model identifier|"
+         r"repository not found|gated repo|couldn't connect to|offline mode|safetensors|checkpoint.{0,40}(?:corrupt|invalid)|"
+         r"unrecognized (?:configuration|model)|error\(s\) in loading state_dict|pretrained"),
+        ("version_mismatch", ["pin_versions"], 0.5,
+         r"unexpected keyword argument|cannot import name|no module named|undefined symbol|"
+         r"requires? (?:\w+ ?)?(?:version|>=|==)|is not supported (?:in|by) (?:this|the installed|your) version|"
+         r"(?:upgrade|update|downgrade) (?:your |the )?\w+|was (?:removed|deprecated|renamed)|"
+         r"has no attribute '\w+'.{0,40}(?:module|version)|incompatible version|version mismatch|"
+         r"compiled (?:against|with) .{0,40}version"),
+        ("config_invalid", ["fix_config"], 0.45,
+         r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible)|"
+         r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
+         r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
+         r"invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter)|unrecognized arguments|"
+         r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
+         r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device"),
+        ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
+         r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
+         r"features? .{0,20}(?:missing|expected)|schema"),
+        ("data_corrupt", ["fix_data_file"], 0.45,
+         r"json ?decode|decode error|can't decode|parse error|arrow|corrupt|malformed|unterminated|expecting value|"
+         r"invalid (?:json|utf|byte|start byte)"),
+        ("data_pipeline", ["fix_data_file", "fix_config"], 0.4,
+         r"num_samples=0|empty dataset|dataset is empty|tokeniz|chat.?template|collat|padding|truncation|"
+         r"sequence length|max_length|max_seq|dataset|sample"),
+    ]
+]
+
+# the library a class or a raising frame belongs to, and what a failure inside it usually means
+_MODULES: list[tuple[re.Pattern, str, list[str]]] = [
+    (re.compile(r"torch[/.]distributed[/.]elastic[/.]rendezvous|rendezvous|c10d_rendezvous|TCPStore"),
+     "rendezvous", ["fix_rendezvous"]),
+    (re.compile(r"deepspeed[/.]runtime[/.](?:config|zero[/.]config)|training_args|accelerate[/.]utils[/.]dataclasses|"
+                r"(?:hf_)?argparser|fsdp_utils|accelerator\.py"), "config_invalid", ["fix_config"]),
+    (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"
+                r"collator|tokenization_utils"), "data_pipeline", ["fix_data_file", "convert_data_format"]),
+    (re.compile(r"modeling_utils|from_pretrained|safetensors|configuration_utils|hub\.py|file_download"),
+     "model_load", ["fix_path", "fix_config"]),
+    (re.compile(r"torch[/.]distributed[/.](?!elastic)|ProcessGroup"), "nccl_error", ["set_nccl_env"]),
+]
 
 
-def classify(exception: str, message: str, frames: list[dict]) -> tuple[str, list[str], float] | None:
+def classify(
+    exception: str, message: str, frames: list[dict], full_name: str | None = None
+) -> tuple[str, list[str], float] | None:
     """(category, fix kinds, weight) for an exception no rule recognised, or None."""
+    found = explain(exception, message, frames, full_name)
+    return None if found is None else found[:3]
+
+
+def explain(
+    exception: str, message: str, frames: list[dict], full_name: str | None = None
+) -> tuple[str, list[str], float, str] | None:
+    """classify() plus the basis of the answer, in words."""
     if not exception or exception in _CASCADE:
         return None
+    message = message or ""
     user_frames = [frame for frame in frames if not _SITE.search(frame.get("file", ""))]
     raised_in_user_code = bool(frames) and frames[-1] in user_frames
     in_data = any(
         _DATA_FRAMES.search(frame.get("function", "") + " " + frame.get("file", "")) for frame in frames[-4:]
     )
     if exception in _DATA_CORRUPT:
-        return "data_corrupt", ["fix_data_file"], 0.6
+        return "data_corrupt", ["fix_data_file"], 0.6, f"the exception class {exception}"
+    if exception == "OutOfMemoryError" or (exception == "MemoryError" and "cuda" in message.lower()):
+        return ("gpu_oom", ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more"], 0.8,
+                f"the exception class {exception}")
+    if exception == "MemoryError":
+        return "host_oom", ["reduce_batch_size", "reduce_dataloader_workers"], 0.55, "the exception class MemoryError"
     if exception in _VERSION:
-        return "version_mismatch", ["pin_versions"], 0.55
-    if exception == "OutOfMemoryError":
-        return "gpu_oom", ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more"], 0.8
-    if exception in ("KeyError",) and in_data:
-        return "data_schema", ["convert_data_format", "fix_data_file"], 0.5
-    if exception in ("FileNotFoundError", "PermissionError", "IsADirectoryError", "NotADirectoryError"):
-        return "storage", ["fix_path"], 0.45
-    if exception == "TypeError" and "unexpected keyword" in message:
-        return "version_mismatch", ["rename_flag", "pin_versions"], 0.6
+        return "version_mismatch", ["pin_versions"], 0.55, f"the exception class {exception}"
+    if exception in ("NameError", "UnboundLocalError", "SyntaxError", "IndentationError", "TabError") and (
+        raised_in_user_code or not frames
+    ):
+        return "code_bug", ["fix_code"], 0.45, f"the exception class {exception} in the script's own code"
+    if exception == "KeyError" and in_data:
+        return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"
+    if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
+        return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
+    if exception == "PermissionError":
+        return "storage", ["fix_path"], 0.45, "the exception class PermissionError"
+    keyword = _by_keywords(message)
+    if keyword is not None:
+        category, fixes, weight, words = keyword
+        # a bug class raised by the user's own code: words about data, configs or versions in its message
+        # ("'dict' object has no attribute 'truncated'") describe the bug's variables, not the cause
+        weak = exception in _CODE_BUGS and raised_in_user_code and category in _SOFT_KEYWORDS
+        if not weak:
+            return category, fixes, weight, f"the message keywords {words!r}"
+    module = _by_module(full_name, frames)
+    if module is not None:
+        category, fixes, where = module
+        return category, fixes, 0.35, f"where it was raised ({where})"
     if exception in _CODE_BUGS or exception == "KeyError":
         if raised_in_user_code or not frames:
-            return "code_bug", ["fix_code"], 0.4 if frames else 0.25
+            return "code_bug", ["fix_code"], (0.4 if frames else 0.25), f"a {exception} in the script's own code"
         if in_data and exception in ("IndexError", "TypeError", "ValueError"):
-            return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35
-        return "code_bug", ["fix_code"], WEIGHT
+            return ("data_pipeline", ["fix_data_file", "convert_data_format"], 0.35,
+                    f"a {exception} in data-handling frames")
+        return "code_bug", ["fix_code"], WEIGHT, f"a {exception} inside a library called by the script"
     if exception == "ValueError" and in_data:
-        return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35
+        return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35, "a ValueError in data-handling frames"
     if exception == "ValueError" and raised_in_user_code:
         # scripts validate their arguments with ValueError
-        return "config_invalid", ["fix_config"], 0.25
+        return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
+    return None
+
+
+def _by_keywords(message: str):
+    text = message[:2000]
+    for category, fixes, weight, pattern in _KEYWORDS:
+        match = pattern.search(text)
+        if match:
+            return category, fixes, weight, match.group(0)[:60]
+    return None
+
+
+def _by_module(full_name: str | None, frames: list[dict]):
+    places = []
+    if full_name and "." in full_name:
+        places.append(full_name)
+    places += [frame.get("file", "") for frame in reversed(frames[-3:])]
+    for place in places:
+        for pattern, category, fixes in _MODULES:
+            if pattern.search(place):
+                return category, fixes, place.rsplit("/", 1)[-1][:80]
     return None

@@ -7,7 +7,8 @@ import re
 from triage.rules import CONFIRMATION, HINT, ROOT, rule
 
 GPU_FIXES = ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more", "increase_grad_accum"]
-HOST_FIXES = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
+# fewer DataLoader workers comes first only when the log shows workers (triage.pipeline orders by evidence)
+HOST_FIXES = ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"]
 
 
 def _tried(match: re.Match) -> dict:

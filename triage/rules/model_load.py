@@ -72,19 +72,21 @@ RULES = [
         "model_load.state_dict",
         "model_load",
         ROOT,
-        [
-            "size mismatch for",
-            "Error(s) in loading state_dict",
-            "SafetensorError",
-            "Missing key(s) in state_dict",
-            "PytorchStreamReader failed",
-            "UnpicklingError",
-            "invalid load key",
-        ],
-        r"size mismatch for|Error\(s\) in loading state_dict|SafetensorError|Missing key\(s\) in state_dict|"
-        r"PytorchStreamReader failed reading|UnpicklingError|invalid load key",
+        ["size mismatch for", "Error(s) in loading state_dict", "Missing key(s) in state_dict"],
+        r"size mismatch for|Error\(s\) in loading state_dict|Missing key\(s\) in state_dict",
+        ["fix_config", "fix_path", "pin_versions"],
+        0.85,
+        "the checkpoint's weights do not fit the model: it was built with another config (sizes, LoRA rank, "
+        "layers) than the one the weights were saved with",
+    ),
+    rule(
+        "model_load.corrupt_checkpoint",
+        "model_load",
+        ROOT,
+        ["SafetensorError", "PytorchStreamReader failed", "UnpicklingError", "invalid load key"],
+        r"SafetensorError|PytorchStreamReader failed reading|UnpicklingError|invalid load key",
         ["fix_path", "pin_versions"],
         0.85,
-        "the checkpoint's weights do not fit the model",
+        "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",
     ),
 ]

@@ -19,6 +19,17 @@ def _flags(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "versions.unknown_template",
+        "version_mismatch",
+        ROOT,
+        ["Template", "template"],
+        r"[Tt]emplate [\w.\-']{1,60} (?:does not exist|doesn't exist|is not (?:supported|registered|found))|"
+        r"[Uu]nknown (?:chat )?template|[Tt]emplate not found",
+        ["pin_versions", "fix_config"],
+        0.75,
+        "the installed release does not know the named chat template (it was added in a newer release, or the name is misspelt)",
+    ),
+    rule(
         "versions.unexpected_keyword",
         "version_mismatch",
         ROOT,

@@ -1,0 +1,73 @@
+"""Peel the decorations that loggers, job runners and terminals glue in front of a log line.
+
+Rank and host prefixes are read by `triage.ranks`; what is left may still start with a clock
+time (`16:49:33.632torch.cuda.OutOfMemoryError: ...`, glued), one or two ISO timestamps, a log
+level (`[ERROR]`, `ERROR:`, `| ERROR |`, `- INFO -`), a logger name (`root:`, `__main__:main:12 -`),
+bracketed runner tags (`[Driver]`, `[step (1234)]`, `[3f2a...]`), a Ray actor tag
+(`(RayTrainWorker pid=123, ip=10.0.0.2)`) or a tqdm bar that did not end its line. The exception
+layer reads the *core* of the line, so an exception line is recognised whatever is glued before it;
+rules keep searching the whole line.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ISO = r"\[?\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?"
+_CLOCK = r"\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?"
+_LEVEL = r"(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|NOTICE|SEVERE|error|warning|info|debug)"
+_STEPS = [
+    # timestamps: ISO (possibly twice, tab-separated), syslog-style, a bare clock glued to the text
+    re.compile(rf"{_ISO}\s*(?:[|:,\-]\s+|[|:,]|(?=\S))?\s*"),
+    re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\s+(?:\S+\s+)?"),
+    re.compile(rf"{_CLOCK}\s*(?:[|\-]\s+)?"),
+    # glog: "E1130 10:24:02.118000 140211 file.py:897] "
+    re.compile(r"[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s*"),
+    # HF logging "[WARNING|file.py:4101] 2024-... >> "
+    re.compile(r"\[[A-Z]+\|[\w.]+:\d+\]\s*"),
+    # levels: "[ERROR] ", "ERROR: ", "| ERROR    | ", "- INFO - ", "ERROR:root:", "INFO ", "<ERROR>",
+    # then perhaps the logger's name: "- INFO - datasets.builder - "
+    re.compile(
+        rf"[|\-]?\s*[\[<]?{_LEVEL}[\]>]?\s*(?:\|\s*|-\s+|:(?:[\w.]+:)?\s*|\s+)(?:[\w.]{{2,60}} - (?=\S))?"
+    ),
+    # loguru "__main__:main:12 - "
+    re.compile(r">>\s+"),
+    re.compile(r"[\w.<>]+:[\w<>]+:\d+\s+-\s+"),
+    # runner tags in brackets: "[Driver] ", "[step (1234)] ", "[9f1c2e...] " (no nested brackets)
+    re.compile(r"\[[^\[\]\n]{1,60}\]\s*(?=\S)"),
+    # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "
+    re.compile(r"\((?:[\w.:\-]+\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
+]
+# tqdm's right-hand block: "[00:01<?, ?it/s]" or "[29:59, 1466.92 examples/s]"
+_BAR_END = re.compile(r"\[(?:\d+:)?\d+:\d+(?:<[^\[\]]{0,40})?(?:,[^\[\]]{0,60})?\]")
+_BAR_HINT = re.compile(r"%\||\d+/\d+ \[|/s\]|it\]")
+
+
+def strip_progress_bar(text: str) -> str:
+    """'Steps: 3%|#  | 1/800 [00:17<3:57, 17.8s/it]ERROR: x' -> 'ERROR: x' (a bar that did not end its line)."""
+    if "[" not in text or not _BAR_HINT.search(text):
+        return text
+    ends = list(_BAR_END.finditer(text))
+    last = ends[-1] if ends else None
+    if last is None or last.end() >= len(text):
+        return text
+    rest = text[last.end() :].lstrip()
+    return rest or text
+
+
+def core(text: str) -> str:
+    """The line without leading decorations. Lines that are only decorations come back unchanged."""
+    text = strip_progress_bar(text)
+    stripped = text.lstrip()
+    if not stripped or stripped[0] in " \t│┃|╭╰" or stripped.startswith(("File ", "Traceback")):
+        return text
+    out = stripped
+    for _ in range(8):
+        for step in _STEPS:
+            match = step.match(out)
+            if match and match.end() > 0 and match.end() < len(out):
+                out = out[match.end() :]
+                break
+        else:
+            break
+    return out if out.strip() else text

@@ -280,6 +280,9 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     if any(tb.exception and tb.exception not in _WRAPPERS for tb in collected.tracebacks):
         # "the launcher killed its workers" only suggests a silent death when no worker raised anything
         pool = [item for item in pool if item.rule_id != "memory.launcher_killing"]
+    if any(item.exit_code not in (None, 0, 1, -9, 137, -15) for item in collected.launcher.exits):
+        # a worker that died of another signal (SIGSEGV -11, SIGABRT -6) is no out-of-memory kill
+        pool = [item for item in pool if item.rule_id != "memory.launcher_killing"]
     if not pool:
         raised = [tb for tb in collected.tracebacks if tb.exception and tb.exception not in _WRAPPERS]
         cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
@@ -520,6 +523,8 @@ def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:
             own.append(rank)
     if len(own) != 1 or own[0] == winner.rank or own[0] in collected.tracks:
         return None
+    if winner.rank >= 1 + len(launcher.sigterm_pids):
+        return None  # the winner's rank is beyond this launcher's processes: another node's numbering
     return own[0]
 
 

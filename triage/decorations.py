@@ -19,6 +19,8 @@ _LEVEL = r"(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|NOTICE|SEVERE|e
 _STEPS = [
     # timestamps: ISO (possibly twice, tab-separated), syslog-style, a bare clock glued to the text
     re.compile(rf"{_ISO}\s*(?:[|:,\-]\s+|[|:,]|(?=\S))?\s*"),
+    # container runtime (CRI) log lines: "<timestamp> stdout F "
+    re.compile(r"(?:stdout|stderr) [FP] "),
     re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\s+(?:\S+\s+)?"),
     re.compile(rf"{_CLOCK}\s*(?:[|\-]\s+)?"),
     # glog: "E1130 10:24:02.118000 140211 file.py:897] "

@@ -221,6 +221,9 @@ def _launcher_from_frames(collected) -> str:
     return "unknown"
 
 
+_BATCH_ONE = re.compile(r"--(?:per_device_train_batch_size|micro_batch_size|train_micro_batch_size_per_gpu|batch_size)[= ]+1\b")
+_CHECKPOINTING_ON = re.compile(r"--gradient_checkpointing(?:[= ]+(?:true|True|1))?(?:\s|$)")
+_SEQ_LEN = re.compile(r"--(?:cutoff_len|model_max_length|max_seq_length|max_length|seq_length|max_len)[= ]+(\d+)")
 _WORKER_FRAMES = re.compile(r"popen_fork|popen_spawn|multiprocessing|_MultiProcessingDataLoaderIter|worker", re.I)
 _WORKER_FLAGS = re.compile(r"--(?:dataloader_num_workers|preprocessing_num_workers|num_workers|num_proc)[= ]+([1-9]\d*)")
 
@@ -246,6 +249,18 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
         kinds.remove("reduce_dataloader_workers")
         kinds.insert(0, "reduce_dataloader_workers")
+    if "reduce_batch_size" in kinds and command and _BATCH_ONE.search(command):
+        kinds.remove("reduce_batch_size")
+        for kind in ("reduce_seq_len", "enable_gradient_checkpointing", "shard_more"):
+            if kind not in kinds:
+                kinds.append(kind)
+        if _CHECKPOINTING_ON.search(command) and "enable_gradient_checkpointing" in kinds:
+            kinds.remove("enable_gradient_checkpointing")
+        long_seq = _SEQ_LEN.search(command)
+        if long_seq and int(long_seq.group(1)) >= 8192 and "reduce_seq_len" in kinds:
+            kinds.remove("reduce_seq_len")
+            kinds.insert(0, "reduce_seq_len")
+        kinds.append("reduce_batch_size")  # ruled out by the log: last
     keyword = winner.facts.get("keyword")
     if "rename_flag" in kinds and "pin_versions" in kinds and keyword:
         on_command_line = bool(command) and re.search(rf"--{re.escape(str(keyword))}\b", command)

@@ -6,6 +6,19 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.ddp_ready_twice",
+        "config_invalid",
+        ROOT,
+        ["mark a variable ready only once", "marked ready twice", "ready only once"],
+        r"Expected to mark a variable ready only once|has been marked as ready twice|"
+        r"mark a variable ready only once",
+        ["fix_config", "fix_code"],
+        0.9,
+        "DDP saw a parameter's gradient twice in one step: reentrant gradient checkpointing (or shared "
+        "weights) under DDP; use non-reentrant checkpointing (gradient_checkpointing_kwargs "
+        "use_reentrant=False) or ddp_find_unused_parameters=False / static_graph",
+    ),
+    rule(
         "config.ds_batch",
         "config_invalid",
         ROOT,

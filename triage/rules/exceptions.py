@@ -99,7 +99,9 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
          r"invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter)|unrecognized arguments|"
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
-         r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device"),
+         r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
+         r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
+         r"make sure (?:you|to|that)"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
          r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
          r"features? .{0,20}(?:missing|expected)|schema"),

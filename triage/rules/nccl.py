@@ -20,6 +20,17 @@ def _timeout(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "nccl.shm_segment",
+        "nccl_error",
+        ROOT,
+        ["shared memory segment", "/dev/shm/nccl"],
+        r"(?:creating|create|open|allocate) shared memory segment /dev/shm/nccl|"
+        r"/dev/shm/nccl-\S+.{0,80}(?:No space|failed|error)",
+        ["increase_shm", "set_nccl_env"],
+        0.93,
+        "NCCL's shared-memory transport could not create its segment in /dev/shm (a container's small default)",
+    ),
+    rule(
         "nccl.watchdog_timeout",
         "nccl_timeout",
         ROOT,

@@ -4,7 +4,11 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+# The project's own labelled cases (real CPU runs of tests/fixtures/cpu_runs/make_cases.py).
+CPU_RUNS = REPO_ROOT / "tests" / "fixtures" / "cpu_runs"
+# The seed case: rank 1 of a 2-rank torchrun job reads an alpaca row from a ShareGPT file and raises
+# KeyError 'conversations' (category data_schema, failing rank 1).
+SEED_CASE = CPU_RUNS / "cpu-data-schema-tee"
 
 
 def pytest_configure(config):

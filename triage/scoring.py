@@ -17,7 +17,7 @@ fresh process, exactly as a scheduler would, and the printed JSON is compared wi
 the log (``"evidence_in_log": false``). A case whose run crashes or prints no JSON scores as an
 empty diagnosis.
 
-    python -m triage.scoring CORPUS_DIR [--python PY] [--cwd DIR] [--verbose] [--check]
+    python -m triage.scoring CORPUS_DIR [--python PY] [--cwd DIR] [--jobs N] [--verbose] [--check]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,15 +168,25 @@ def diagnose_case(case: Path, *, python: str = sys.executable, cwd: Path | str |
 
 
 def score_corpus(corpus: Path | str, *, python: str = sys.executable, cwd: Path | str | None = None,
-                 timeout: float = 60) -> Score:
-    """Diagnose and mark every case under ``corpus`` (``cwd``: where ``-m triage`` is looked up)."""
-    score = Score(corpus=str(corpus))
-    for case in find_cases(corpus):
+                 timeout: float = 60, jobs: int = 1) -> Score:
+    """Diagnose and mark every case under ``corpus``, ``jobs`` processes at a time.
+
+    ``cwd`` is where ``-m triage`` is looked up first: another implementation (a baseline) is
+    scored by running from its folder.
+    """
+
+    def one(case: Path) -> tuple[CaseResult, float]:
         truth = json.loads((case / "truth.json").read_text(encoding="utf-8"))
         started = time.perf_counter()
         diagnosis, error = diagnose_case(case, python=python, cwd=cwd, timeout=timeout)
-        score.slowest_s = max(score.slowest_s, time.perf_counter() - started)
-        score.results.append(CaseResult(case.name, mark_case(truth, diagnosis), truth, diagnosis, error))
+        elapsed = time.perf_counter() - started
+        return CaseResult(case.name, mark_case(truth, diagnosis), truth, diagnosis, error), elapsed
+
+    score = Score(corpus=str(corpus))
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads only wait on processes
+        for result, elapsed in pool.map(one, find_cases(corpus)):
+            score.results.append(result)
+            score.slowest_s = max(score.slowest_s, elapsed)
     return score
 
 
@@ -185,13 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs -m triage")
     parser.add_argument("--cwd", help="run -m triage from this folder (e.g. another implementation)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds per case")
+    parser.add_argument("--jobs", type=int, default=1, help="cases diagnosed at once")
     parser.add_argument("--verbose", action="store_true", help="print every case that missed a mark")
     parser.add_argument("--check", action="store_true", help="exit 1 when a mark is under its bar")
     args = parser.parse_args(argv)
     if not args.corpus.is_dir():
         sys.stderr.write(f"triage.scoring: no corpus at {args.corpus}\n")
         return 2
-    score = score_corpus(args.corpus, python=args.python, cwd=args.cwd, timeout=args.timeout)
+    score = score_corpus(args.corpus, python=args.python, cwd=args.cwd, timeout=args.timeout, jobs=args.jobs)
     if args.verbose:
         for result in score.results:
             if result.missed:

@@ -1,6 +1,6 @@
 """Accuracy: the engine's marks on every labelled set, beside the floor's, against the bars.
 
-    python bench/accuracy.py [--corpus DIR] [--floor DIR] [--jobs N]
+    python bench/accuracy.py [--corpus DIR [--only-corpus]] [--floor DIR] [--jobs N] [--verbose]
 
 Scores each of the repository's own labelled sets (tests/fixtures/cpu_runs and
 tests/triage/fixtures/{variants,blind}) and, with ``--corpus``, an outside corpus of labelled cases
@@ -57,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=Path, help="folder holding the naive baseline's triage/__main__.py")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases diagnosed at once")
     parser.add_argument("--verbose", action="store_true", help="list every case that missed a mark")
+    parser.add_argument("--only-corpus", action="store_true", help="score --corpus alone, not the repository's sets")
     args = parser.parse_args(argv)
 
-    sets = dict(OWN_SETS)
+    sets = {} if args.only_corpus else dict(OWN_SETS)
+    if args.only_corpus and args.corpus is None:
+        parser.error("--only-corpus needs --corpus")
     if args.corpus is not None:
         if not args.corpus.is_dir() or not any(args.corpus.glob("*/truth.json")):
             print(f"accuracy: no labelled corpus at {args.corpus} (a folder of cases with truth.json); "

@@ -30,6 +30,16 @@ def test_it_has_a_builder_for_every_fix_kind_in_the_taxonomy():
     assert set(kinds) <= set(BUILDERS)
 
 
+def test_the_taxonomy_lists_exactly_the_categories_the_engine_answers_with():
+    from triage.pipeline import DEFAULT_FIXES
+    from triage.rules import registry
+
+    section = TAXONOMY.read_text(encoding="utf-8").split("## Categories", 1)[1].split("## Fix kinds", 1)[0]
+    categories = re.findall(r"^\| `(\w+)` \|", section, re.M)
+    assert sorted(categories) == sorted(DEFAULT_FIXES)
+    assert {rule.category for rule in registry()} <= set(categories)
+
+
 @pytest.mark.parametrize("kind", TAXONOMY_KINDS)
 def test_it_builds_every_kind_with_and_without_a_command(kind):
     with_command = fix(kind, "unknown", PROBE, message="boom")

@@ -1,4 +1,4 @@
-"""The Diagnosis data classes and their JSON form (CONTRACT.md section 1)."""
+"""The Diagnosis data classes and their JSON form (docs/diagnosis.md)."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ class Artifact(models.Model):
 
 
 class Diagnosis(models.Model):
-    """The engine's verdict: `data` is exactly the CONTRACT.md diagnosis JSON."""
+    """The engine's verdict: `data` is exactly the diagnosis JSON (docs/diagnosis.md)."""
 
     incident = models.OneToOneField(Incident, on_delete=models.CASCADE, related_name="diagnosis")
     engine_version = models.CharField(max_length=20)

@@ -6,22 +6,15 @@ from rest_framework.test import APIClient
 
 
 @pytest.fixture(autouse=True)
-def _fresh_throttle_counters():
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
+def _fresh_throttle_counters(fresh_cache):
+    """Throttle counters start at zero in every API test."""
 
 
 @pytest.fixture
 def issue_key(db):
-    from jobs.models import ApiKey
+    from tests.factories import make_api_key
 
-    def issue(team, **kwargs):
-        return ApiKey.issue(team, **kwargs)
-
-    return issue
+    return make_api_key
 
 
 @pytest.fixture
@@ -93,8 +86,3 @@ DIAGNOSIS = {
     "memory": {"series": [{"rank": 0, "name": "allocated", "points": [[1, 10.5]]}], "estimate": None},
     "fingerprint": "ab" * 8,
 }
-
-
-@pytest.fixture(autouse=True)
-def _media_in_tmp(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"

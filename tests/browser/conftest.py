@@ -14,7 +14,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = os.environ.get("TRIAGE_TEST_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-PASSWORD = "correct-horse-battery"
+from tests.factories import PASSWORD  # noqa: E402  (the story users' password)
 
 
 @pytest.fixture(scope="session")
@@ -44,11 +44,6 @@ def browser_page(chromium_browser, live_server):
     page.js_errors = errors
     yield page
     context.close()
-
-
-@pytest.fixture(autouse=True)
-def private_media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import jobs.tasks
 import jobs.uploads
 from jobs.models import Incident
 from tests.browser.conftest import log_in
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import SEED_CASE
 
 pytestmark = pytest.mark.browser
-CASE = SHARED_CORPUS / "probe-keyerror-tee"
+CASE = SEED_CASE
 
 
 def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice, monkeypatch, screenshots):
@@ -24,12 +24,12 @@ def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice
     page.set_input_files("#upload-form input[type=file][name=logs]", [str(CASE / "log.txt")])
     assert "log.txt" in page.locator("#upload-file-list").inner_text()
     page.fill("#upload-form [name=command]", (CASE / "command.txt").read_text().strip())
-    page.fill("#upload-form [name=job_id]", "probe-keyerror-tee")
+    page.fill("#upload-form [name=job_id]", "cpu-data-schema-tee")
     page.click("#upload-form [type=submit]")
     page.wait_for_url(re.compile(r"/incidents/\d+/$"))
 
     incident = Incident.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
-    assert incident.job_id == "probe-keyerror-tee"
+    assert incident.job_id == "cpu-data-schema-tee"
     assert queued == [incident.pk]
     assert page.locator("#progress [data-status-badge], [data-status-badge]").first.inner_text() == "Queued"
 

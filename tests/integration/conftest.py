@@ -14,8 +14,3 @@ def require(condition: bool, reason: str) -> None:
     if os.environ.get("TRIAGE_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{reason} (TRIAGE_REQUIRE_SERVICES=1)")
     pytest.skip(reason)
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import SEED_CASE
 from tests.workers import REPO_ROOT, CeleryWorker, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-SEED = SHARED_CORPUS / "longchat-24"
+SEED = SEED_CASE
 
 CREATE_INCIDENT = """
 import sys

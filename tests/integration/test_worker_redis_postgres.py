@@ -7,12 +7,12 @@ from django.conf import settings
 from django.urls import reverse
 
 from jobs.models import Diagnosis, Incident
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import SEED_CASE
 from tests.integration.conftest import require
 from tests.workers import CeleryWorker, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-SEED = SHARED_CORPUS / "longchat-24"
+SEED = SEED_CASE
 
 
 def database_url(database: dict) -> str:
@@ -66,7 +66,7 @@ def test_it_diagnoses_an_uploaded_log_on_a_real_worker(redis_worker, media_for_w
     client.force_login(alice)
     with open(SEED / "log.txt", "rb") as log:
         response = client.post(reverse("jobs:upload"), {
-            "logs": [log], "command": (SEED / "command.txt").read_text(), "job_id": "longchat-24",
+            "logs": [log], "command": (SEED / "command.txt").read_text(), "job_id": SEED.name,
         }, HTTP_ACCEPT="application/json")
     assert response.status_code == 201, response.content
     incident_pk = response.json()["id"]

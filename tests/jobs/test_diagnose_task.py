@@ -8,17 +8,17 @@ from jobs.models import Diagnosis, Incident
 from jobs.signals import incident_finished
 from jobs.tasks import MAX_RETRIES, diagnose_incident
 from jobs.uploads import create_incident
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import SEED_CASE
 from tests.jobs.upload_builders import upload
 
 pytestmark = pytest.mark.django_db
-SEED_LOG = SHARED_CORPUS / "longchat-24" / "log.txt"
+SEED_LOG = SEED_CASE / "log.txt"
 
 
 @pytest.fixture
 def seed_incident(alice):
     return create_incident(team=alice.teams.get(), user=alice, logs=[upload("log.txt", SEED_LOG.read_bytes())],
-                           command=(SHARED_CORPUS / "longchat-24" / "command.txt").read_text())
+                           command=(SEED_CASE / "command.txt").read_text())
 
 
 @pytest.fixture

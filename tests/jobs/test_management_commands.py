@@ -26,10 +26,22 @@ def test_it_creates_a_team_and_prints_a_working_key_alone_on_stdout(alice):
     assert "shown only this once" in err and raw_key not in err
 
 
-def test_it_refuses_an_unknown_user():
-    with pytest.raises(CommandError, match="nobody"):
-        run("create_team", "Gamma", "--user", "nobody")
+def test_it_creates_a_missing_user_and_prints_its_password_once():
+    out, err = run("create_team", "Research", "--user", "dana")
+    password = err.split("with password ", 1)[1].split(" ", 1)[0]
+    user = authenticate(username="dana", password=password)
+    assert user is not None and len(password) >= 12
+    assert Membership.objects.get(team__name="Research", user=user).role == "admin"
+    assert password not in out and ApiKey.objects.get(hashed_key=hash_key(out.strip())).created_by == user
+    _, again = run("create_team", "Research", "--user", "dana")  # the second run reuses the user
+    assert "with password" not in again and get_user_model().objects.filter(username="dana").count() == 1
+
+
+def test_it_refuses_an_unknown_user_when_asked_to_and_says_how_to_make_one():
+    with pytest.raises(CommandError, match="createsuperuser --username nobody"):
+        run("create_team", "Gamma", "--user", "nobody", "--existing-user")
     assert not Team.objects.filter(name="Gamma").exists()
+    assert not get_user_model().objects.filter(username="nobody").exists()
 
 
 def test_it_loads_the_demo_once_and_diagnoses_it_without_a_worker():

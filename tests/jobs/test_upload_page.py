@@ -6,11 +6,11 @@ import pytest
 from django.urls import reverse
 
 from jobs.models import Artifact, Incident, Membership
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import SEED_CASE
 from tests.jobs.upload_builders import RANK_LOG, log_dir_tree, tar_bytes, upload, zip_bytes
 
 pytestmark = pytest.mark.django_db
-SEED_LOG = SHARED_CORPUS / "longchat-24" / "log.txt"
+SEED_LOG = SEED_CASE / "log.txt"
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client):

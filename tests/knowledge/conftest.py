@@ -1,30 +1,12 @@
 """Knowledge-base stories: alice and bob share team Alpha's problems; charlie (Bravo) sees none of them."""
 import pytest
-from rest_framework.test import APIClient
+
+from tests.factories import diagnosis_data as diagnosis
 
 
 @pytest.fixture(autouse=True)
-def _media_in_tmp(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttle_counters():
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
-
-
-def diagnosis(fingerprint="ab" * 8, *, category="data_schema", exception="KeyError", message="'conversations'",
-              summary="Rank 1 raised KeyError 'conversations' while reading a training sample"):
-    return {
-        "engine_version": "1.0.0", "category": category, "confidence": 0.9, "summary": summary,
-        "launcher": "torchrun", "world_size": 2, "failing_rank": 1,
-        "root_cause": {"rank": 1, "exception": exception, "message": message, "frames": [], "evidence": []},
-        "ranks": [], "fixes": [], "memory": {"series": [], "estimate": None}, "fingerprint": fingerprint,
-    }
+def _fresh_throttle_counters(fresh_cache):
+    """Throttle counters start at zero in every knowledge test."""
 
 
 @pytest.fixture
@@ -37,41 +19,5 @@ def recorded_incident(make_incident):
         incident = make_incident(team, diagnosis=diagnosis(fingerprint, **kwargs), **fields)
         services.record(incident, incident.diagnosis)
         return incident
-
-    return make
-
-
-@pytest.fixture
-def alice_client(client, alice):
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
-def bob_client(alice, bob):
-    from django.test import Client
-
-    browser = Client(enforce_csrf_checks=False)
-    browser.force_login(bob)
-    return browser
-
-
-@pytest.fixture
-def charlie_client(charlie):
-    from django.test import Client
-
-    browser = Client()
-    browser.force_login(charlie)
-    return browser
-
-
-@pytest.fixture
-def api_as():
-    from jobs.models import ApiKey
-
-    def make(team, **kwargs):
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {ApiKey.issue(team, **kwargs)[1]}")
-        return client
 
     return make

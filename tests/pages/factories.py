@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from django.core.files.base import ContentFile
+from tests.factories import make_artifact as add_artifact  # noqa: F401  (kept for the page tests and the bench)
 
 ORIGINAL_COMMAND = ("torchrun --nnodes 32 --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-2-13b-hf "
                     "--per_device_train_batch_size 8 --gradient_accumulation_steps 1 --bf16 True --fsdp full_shard")
@@ -160,12 +160,3 @@ def node_log(failing_rank: int = 137, extra_lines: int = 0) -> str:
     lines += [f"[rank{r}]: Sending SIGTERM" for r in range(136, 144)]
     lines += [f"[rank{i % 8 + 136}]: filler line {i}" for i in range(extra_lines)]
     return "\n".join(lines) + "\n"
-
-
-def add_artifact(incident, name: str, content: str | bytes, kind: str = "log"):
-    from jobs.models import Artifact
-
-    payload = content.encode() if isinstance(content, str) else content
-    artifact = Artifact(incident=incident, kind=kind, original_name=name, size=len(payload), sha256="0" * 64)
-    artifact.file.save(name, ContentFile(payload), save=True)
-    return artifact

@@ -1,17 +1,19 @@
-"""Story: whatever the engine says about a real crash log, the incident page and its charts render."""
-import pytest
+"""Story: whatever the engine says about a labelled case, the incident page and its charts render."""
 from django.urls import reverse
 
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import CPU_RUNS, REPO_ROOT
 from tests.pages.factories import add_artifact
+from triage.scoring import find_cases
 
-CASES = sorted(p for p in SHARED_CORPUS.glob("*") if (p / "truth.json").exists()) if SHARED_CORPUS.exists() else []
+SETS = [CPU_RUNS, REPO_ROOT / "tests" / "triage" / "fixtures" / "variants",
+        REPO_ROOT / "tests" / "triage" / "fixtures" / "blind"]
+CASES = [case for cases in SETS for case in find_cases(cases)]
 
 
-@pytest.mark.skipif(not CASES, reason="the shared corpus is not here")
-def test_every_corpus_case_renders(alice_client, alpha, make_incident, subtests):
+def test_every_labelled_case_renders(alice_client, alpha, make_incident, subtests):
     from triage import diagnose
 
+    assert len(CASES) >= 100, "the repository's labelled sets are missing"
     for case in CASES:
         logs = [p for p in sorted(case.rglob("*")) if p.is_file() and p.name not in {"truth.json", "command.txt"}]
         with subtests.test(case=case.name):

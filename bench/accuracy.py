@@ -1,0 +1,97 @@
+"""Accuracy: the engine's marks on every labelled set, beside the floor's, against the bars.
+
+    python bench/accuracy.py [--corpus DIR [--only-corpus]] [--floor DIR] [--jobs N] [--verbose]
+
+Scores each of the repository's own labelled sets (tests/fixtures/cpu_runs and
+tests/triage/fixtures/{variants,blind}) and, with ``--corpus``, an outside corpus of labelled cases
+(``make accuracy`` passes ``../shared/corpus`` unless told ``CORPUS=...``). ``--floor`` names the
+folder of a naive stand-in for ``python -m triage`` (a ``triage/__main__.py`` there); its marks are
+printed beside the engine's in the same run, so the engine is always read against a baseline.
+
+Exits 2 when ``--corpus`` or ``--floor`` names a folder that is not there, 1 when the engine is under
+a bar on any set (the same bars as tests/triage/test_corpus_score.py), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from triage.scoring import BARS, MARKS, Score, score_corpus  # noqa: E402
+
+OWN_SETS = {
+    "cpu_runs": ROOT / "tests" / "fixtures" / "cpu_runs",
+    "variants": ROOT / "tests" / "triage" / "fixtures" / "variants",
+    "blind": ROOT / "tests" / "triage" / "fixtures" / "blind",
+}
+
+
+def cell(score: Score | None, mark: str) -> str:
+    if score is None:
+        return "-"
+    hits, scored = score.counts(mark)
+    return f"{hits}/{scored} ({hits / scored:.0%})" if scored else "-"
+
+
+def table(name: str, engine: Score, floor: Score | None) -> list[str]:
+    lines = [f"== {name}: {len(engine.results)} cases ({engine.corpus})",
+             f"   {'mark':<10} {'engine':>15} {'floor':>15} {'bar':>6}"]
+    for mark in MARKS:
+        if engine.counts(mark)[1] or (floor and floor.counts(mark)[1]):
+            bar = f"{BARS[mark]:.0%}" if mark in BARS else ""
+            lines.append(f"   {mark:<10} {cell(engine, mark):>15} {cell(floor, mark):>15} {bar:>6}")
+    lines += [f"   no diagnosis: {line}" for line in engine.errors]
+    lines += [f"   UNDER THE BAR: {mark} {rate:.0%} < {bar:.0%}" for mark, (rate, bar) in engine.below().items()]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, help="an outside folder of labelled cases to score as well")
+    parser.add_argument("--floor", type=Path, help="folder holding the naive baseline's triage/__main__.py")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases diagnosed at once")
+    parser.add_argument("--verbose", action="store_true", help="list every case that missed a mark")
+    parser.add_argument("--only-corpus", action="store_true", help="score --corpus alone, not the repository's sets")
+    args = parser.parse_args(argv)
+
+    sets = {} if args.only_corpus else dict(OWN_SETS)
+    if args.only_corpus and args.corpus is None:
+        parser.error("--only-corpus needs --corpus")
+    if args.corpus is not None:
+        if not args.corpus.is_dir() or not any(args.corpus.glob("*/truth.json")):
+            print(f"accuracy: no labelled corpus at {args.corpus} (a folder of cases with truth.json); "
+                  "point CORPUS= at one", file=sys.stderr)
+            return 2
+        sets = {"corpus": args.corpus, **sets}
+    if args.floor is not None and not (args.floor / "triage" / "__main__.py").is_file():
+        print(f"accuracy: no baseline at {args.floor} (expected {args.floor}/triage/__main__.py)", file=sys.stderr)
+        return 2
+
+    under = []
+    for name, path in sets.items():
+        started = time.perf_counter()
+        engine = score_corpus(path, cwd=ROOT, jobs=args.jobs)
+        floor = score_corpus(path, cwd=args.floor, jobs=args.jobs) if args.floor else None
+        print("\n".join(table(name, engine, floor)))
+        if args.verbose:
+            print("\n".join(f"   {result.describe()}" for result in engine.results if result.missed))
+        print(f"   ({time.perf_counter() - started:.0f} s; slowest case {engine.slowest_s:.1f} s)")
+        if engine.below():
+            under.append(name)
+    if args.floor is None:
+        print("(no --floor given: the engine's marks are printed without the baseline's)")
+    if under:
+        print(f"accuracy: FAILED, under a bar on {', '.join(under)}")
+        return 1
+    print("accuracy: every set clears every bar")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -21,6 +21,8 @@ SETS = [
     FIXTURES / "variants",
     # cases written blind (by someone who never read the engine), kept as a held-out-style check
     FIXTURES / "blind",
+    # a second blind set (71 cases from the forms of public threads across ~30 projects), scored before tuning
+    FIXTURES / "blind2",
 ]
 
 

@@ -490,7 +490,9 @@ def first_failing_rank(
         return launcher.root_cause_rank, "the launcher's first observed failure"
     if ranks:
         return ranks[0], "the first rank the launcher reported failing"
-    if winner.facts.get("device_index") is not None and not launcher.exits:
+    if winner.facts.get("device_index") is not None and not launcher.exits and not collected.tracks:
+        # "GPU 5" is the device as that process sees it: a rank only in a lone single-process excerpt,
+        # never where the log names its ranks (then GPU numbering and ranks differ across nodes)
         return winner.facts["device_index"], "the GPU index the error names (one process per GPU)"
     own = [item.rank for item in pool if item.rank is not None and item.category == winner.category]
     return (

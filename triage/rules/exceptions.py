@@ -72,7 +72,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"(?:collective|watchdog|allreduce|all_reduce|barrier|broadcast|allgather|nccl|gloo).{0,80}"
          r"(?:timed? ?out|timeout)|(?:timed? ?out|timeout).{0,60}(?:collective|barrier|allreduce|nccl|gloo)"),
         ("nccl_error", ["set_nccl_env"], 0.5,
-         r"\bnccl\b.{0,40}(?:error|failure|failed|warn)|nccl(?:System|Internal|InvalidUsage|UnhandledCuda)Error"),
+         r"\bnccl\b.{0,40}(?:error|failure|failed|warn|abort)|nccl(?:System|Internal|InvalidUsage|UnhandledCuda)Error"),
         ("rendezvous", ["fix_rendezvous"], 0.5,
          r"address already in use|eaddrinuse|rendezvous|master_addr|master_port|tcpstore|"
          r"name or service not known|name does not resolve|can't resolve|connection refused|no route to host|"

@@ -1,0 +1,94 @@
+"""The form-agnostic exception layer: whatever is glued before an exception line, and whether or not a
+traceback surrounds it, the verdict names the exception; the fallback classifier names a category."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage import diagnose
+from triage.decorations import core, strip_progress_bar
+from triage.rules import exceptions
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("16:49:33.632torch.cuda.OutOfMemoryError: CUDA out of memory", "torch.cuda.OutOfMemoryError: CUDA out of memory"),
+        ("2022-12-28 16:13:02 [ERROR]  RuntimeError: CUDA error", "RuntimeError: CUDA error"),
+        ("2023-09-14 21:27:58\t2023-09-14 21:27:58.000 [INFO] [Driver] KeyError: 'x'", "KeyError: 'x'"),
+        ("(RayTrainWorker pid=4242, ip=10.1.2.3) ValueError: bad", "ValueError: bad"),
+        ("2025-10-14T09:31:14.329Z stdout F TypeError: nope", "TypeError: nope"),
+        ("2024-08-07 13:34:11 - INFO - datasets.builder - Generating", "Generating"),
+        ("2024-01-02 10:00:00.123 | ERROR    | __main__:main:12 - AssertionError: x", "AssertionError: x"),
+        ("[WARNING|trainer.py:41] 2024-08-07 13:34:12,926 >> Token indices", "Token indices"),
+        ("  File \"/x/train.py\", line 3, in <module>", "  File \"/x/train.py\", line 3, in <module>"),
+        ("KeyError: 'conversations'", "KeyError: 'conversations'"),
+    ],
+)
+def test_it_peels_what_loggers_glue_before_a_line(line, expected):
+    assert core(line) == expected
+
+
+def test_it_cuts_a_progress_bar_that_did_not_end_its_line():
+    line = "Map: 40%|####      | 400/1000 [00:04<00:06, 99.1 examples/s][rank1]: KeyError: 'text'"
+    assert strip_progress_bar(line) == "[rank1]: KeyError: 'text'"
+    assert strip_progress_bar("plain [text] here") == "plain [text] here"
+
+
+@pytest.mark.parametrize(
+    "exception, message, category",
+    [
+        ("AssertionError", "Micro batch size per gpu: 0 has to be greater than 0", "config_invalid"),
+        ("ValueError", "The global train batch size (6) must be divisible by the number of generations (4)", "config_invalid"),
+        ("RuntimeError", "NCCL communicator was aborted", "nccl_error"),
+        ("RuntimeError", "found NaN in local grad norm", "numerical"),
+        ("OSError", "[Errno 28] No space left on device", "storage"),
+        ("TypeError", "__init__() got an unexpected keyword argument 'tokenizer'", "version_mismatch"),
+        ("UnboundLocalError", "cannot access local variable 'x'", "code_bug"),
+    ],
+)
+def test_the_fallback_names_a_category_from_class_and_message(exception, message, category):
+    found = exceptions.explain(exception, message, [])
+    assert found is not None and found[0] == category
+    assert found[3]  # and says what it was based on
+
+
+def test_a_bug_class_in_user_code_is_not_read_by_words_about_data():
+    frames = [{"file": "/home/me/train.py", "line": 3, "function": "main"}]
+    found = exceptions.explain("AttributeError", "'dict' object has no attribute 'truncated'", frames)
+    assert found[0] == "code_bug"
+
+
+def test_the_raising_library_decides_when_words_do_not(tmp_path):
+    frames = [{"file": "/venv/lib/python3.11/site-packages/torch/distributed/elastic/rendezvous/api.py",
+               "line": 9, "function": "next_rendezvous"}]
+    assert exceptions.explain("RuntimeError", "it broke", frames)[0] == "rendezvous"
+
+
+@pytest.mark.parametrize(
+    "text, exception",
+    [
+        ("[rank3]: RuntimeError: Expected to mark a variable ready only once.\n", "RuntimeError"),
+        ("UnboundLocalError: cannot access local variable 'step' where it is not associated with a value\n",
+         "UnboundLocalError"),
+        ("2024-02-02 11:00:00 [step (912)] [4f2a9c] SomeLibError: this broke in an odd way\n", "SomeLibError"),
+    ],
+)
+def test_an_exception_line_alone_is_never_dropped(tmp_path, text, exception):
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    result = diagnose([log]).to_dict()
+    assert result["root_cause"] is not None
+    assert result["root_cause"]["exception"] == exception
+
+
+def test_a_kernel_assertion_takes_the_bare_exception_that_surfaced_it(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward: block: [0,0,0], thread: [5,0,0] "
+        "Assertion `t >= 0 && t < n_classes` failed.\n"
+        "[rank2]: RuntimeError: CUDA error: device-side assert triggered\n"
+    )
+    result = diagnose([log]).to_dict()
+    assert result["category"] == "cuda_error"
+    assert result["failing_rank"] == 2

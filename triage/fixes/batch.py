@@ -79,7 +79,7 @@ def batch_change(ctx, kind: str) -> dict:
     )
     if target:
         notes.append(f"the estimator puts batch {new_batch} within the GPU's memory")
-    if not is_hf_style(cmd) and where is None and ctx.command:
+    if not is_hf_style(cmd, ctx) and where is None and ctx.command:
         notes.append("the script shows no HF TrainingArguments flags: check it accepts these flag names")
     title = (f"Cut the per-device batch {batch} -> {new_batch} and raise gradient accumulation "
              f"{accumulation} -> {new_accum}")

@@ -151,7 +151,8 @@ def _build(
             evidence=[item.text for item in evidence],
             rule_id=rule_id,
             world_size=world_size,
-            frames=[str(frame.get("file", "")) for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
+            frames=[f"{frame.get('file', '')} in {frame.get('function', '')}"
+                    for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
             memory={"series": memory_result.get("series", []), "oom": memory_result.get("oom")},
             data_sample=data_sample,
             facts=facts,
@@ -172,8 +173,11 @@ def _build(
             ]
     try:
         estimate = memory_module.estimate(
-            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size
-        )
+            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size,
+            frames=[f"{frame.get('file', '')} in {frame.get('function', '')}"
+                    for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
+            evidence=" ".join(item.text for item in evidence)[:20000],
+        ) if _memory_matters(category, memory_result) else None
     except Exception:
         estimate = None
     summary = _summary(category, verdict, winner)
@@ -213,6 +217,11 @@ def _build(
         else None,
         facts=facts,
     )
+
+
+def _memory_matters(category: str, memory_result: dict) -> bool:
+    """The memory estimate belongs to memory incidents and to logs that hold memory readings."""
+    return category in ("gpu_oom", "host_oom") or bool(memory_result.get("series")) or bool(memory_result.get("oom"))
 
 
 def _launcher_from_frames(collected) -> str:

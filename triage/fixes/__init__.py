@@ -29,7 +29,7 @@ from . import (
     sharding,
     version_fixes,
 )
-from .common import series_capacity_gib
+from .common import evidence_text, series_capacity_gib
 
 
 @dataclass
@@ -135,7 +135,8 @@ def _memory_estimate(ctx: FixContext) -> dict | None:
 
     try:
         return estimate(ctx.command, ctx.configs, ctx.facts, oom=(ctx.memory or {}).get("oom"),
-                        world_size=ctx.world_size, capacity_gib=series_capacity_gib(ctx))
+                        world_size=ctx.world_size, capacity_gib=series_capacity_gib(ctx), frames=ctx.frames,
+                        evidence=evidence_text(ctx))
     except Exception:
         return None
 

@@ -56,7 +56,8 @@ class FlagSupport:
         self.seen = {f.key for f in cmd.script_flags}
         frames_text = "\n".join(frames or []).replace("\\", "/").lower()
         signs = [s for s in HF_SIGNS if s in frames_text or s in evidence.lower()]
-        own_frames = [f for f in frames_text.splitlines()
+        paths = [f.rsplit(" in ", 1)[0] for f in frames_text.splitlines()]  # "file in function"
+        own_frames = [f for f in paths
                       if f.endswith(".py") and "site-packages" not in f and "dist-packages" not in f
                       and "/lib/python" not in f and not f.startswith("<")]
         known = TRAINING_ARGUMENTS | TRL_ARGUMENTS | LLAMA_FACTORY_ARGUMENTS

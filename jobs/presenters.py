@@ -5,10 +5,8 @@ an unexpected type, and nothing here ever marks text as safe.
 """
 from __future__ import annotations
 
-import difflib
 import json
 import re
-import shlex
 
 from jobs import logfiles
 
@@ -135,109 +133,6 @@ def evidence(data: dict, artifacts, *, with_context: bool = True) -> list[dict]:
             for item in group:
                 item["context"] = windows.get(item["line"])
     return items
-
-
-def _tokens(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return command.split()
-
-
-def command_diff(original: str, corrected: str) -> list[dict]:
-    """Token diff of two launch commands: [{'op': 'same'|'removed'|'added', 'text'}]."""
-    before, after = _tokens(original), _tokens(corrected)
-    pieces = []
-    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-    for op, a1, a2, b1, b2 in matcher.get_opcodes():
-        if op == "equal":
-            pieces.append({"op": "same", "text": " ".join(before[a1:a2])})
-            continue
-        if a2 > a1:
-            pieces.append({"op": "removed", "text": " ".join(before[a1:a2])})
-        if b2 > b1:
-            pieces.append({"op": "added", "text": " ".join(after[b1:b2])})
-    return pieces
-
-
-def _change_rows(changes) -> list[dict]:
-    rows = []
-    if isinstance(changes, dict):
-        changes = [{"key": key, "value": value} for key, value in changes.items()]
-    for change in as_list(changes):
-        if isinstance(change, dict):
-            rows.append({
-                "where": text(change.get("where")),
-                "file": text(change.get("file") or change.get("path") or change.get("target")),
-                "key": text(change.get("key") or change.get("setting") or change.get("flag") or change.get("env")),
-                "old": text(change.get("old", change.get("from"))),
-                "new": text(change.get("new", change.get("to", change.get("value")))),
-                "raw": "" if any(k in change for k in ("key", "setting", "flag", "env")) else text(change),
-            })
-        else:
-            rows.append({"file": "", "key": "", "old": "", "new": "", "raw": text(change)})
-    return rows
-
-
-def _config_text(config) -> str:
-    """The corrected config file(s), as the text to paste."""
-    if not config:
-        return ""
-    if isinstance(config, str):
-        return config
-    return json.dumps(config, indent=2, ensure_ascii=False, default=str)
-
-
-def fixes(data: dict, original_command: str) -> list[dict]:
-    shown = []
-    for index, fix in enumerate(as_list(data.get("fixes"))):
-        if not isinstance(fix, dict):
-            continue
-        command = text(fix.get("command"))
-        env = as_dict(fix.get("env"))
-        diff_pieces = command_diff(original_command, command) if command and original_command else []
-        diff = fix.get("diff")
-        shown.append({
-            "index": index,
-            "kind": text(fix.get("kind")) or "fix",
-            "title": text(fix.get("title")),
-            "why": text(fix.get("why")),
-            "command": command,
-            "command_diff": diff_pieces,
-            "command_changed": any(piece["op"] != "same" for piece in diff_pieces),
-            "diff_text": diff if isinstance(diff, str) else (text(diff) if diff else ""),
-            "env": [(text(k), text(v)) for k, v in env.items()],
-            "env_line": " ".join(f"{k}={shlex.quote(text(v))}" for k, v in env.items()),
-            "changes": _change_rows(fix.get("changes")),
-            # Steps to run before the corrected command (e.g. the data converter), and remarks
-            # such as the kept global batch.
-            "shell": [text(line) for line in as_list(fix.get("shell")) if text(line)],
-            "notes": [text(note) for note in as_list(fix.get("notes")) if text(note)],
-            "config": _config_text(fix.get("config")),
-            "applicable": fix.get("applicable") is not False,
-            "verified": fix.get("verified") if isinstance(fix.get("verified"), bool) else None,
-        })
-    return shown
-
-
-def estimate(data: dict) -> dict | None:
-    est = as_dict(as_dict(data.get("memory")).get("estimate"))
-    if not est:
-        return None
-    components = [(text(k), v) for k, v in as_dict(est.get("components_gib")).items()
-                  if isinstance(v, (int, float))]
-    return {
-        "components": components,
-        "total_gib": est.get("total_gib") if isinstance(est.get("total_gib"), (int, float)) else None,
-        "capacity_gib": est.get("capacity_gib") if isinstance(est.get("capacity_gib"), (int, float)) else None,
-        "fits": est.get("fits") if isinstance(est.get("fits"), bool) else None,
-        "after_fixes": [
-            {"kind": text(a.get("kind")), "total_gib": a.get("total_gib"),
-             "fits": a.get("fits") if isinstance(a.get("fits"), bool) else None}
-            for a in as_list(est.get("after_fixes"))
-            if isinstance(a, dict) and isinstance(a.get("total_gib"), (int, float))
-        ],
-    }
 
 
 def rank_statuses(data: dict) -> list[dict]:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
+from triage.commandline import LaunchCommand
 from triage.errors import UnusableInput
 
 MAX_SIDE_FILE = 16 * 1024 * 1024
-_NPROC = re.compile(r"--(?:nproc[_-]per[_-]node|num[_-]gpus|num_processes|nproc)[= ](\d+)")
-_NNODES = re.compile(r"--(?:nnodes|num[_-]nodes|num_machines)[= ](\d+)")
-_NTASKS = re.compile(r"(?:--ntasks|-n)[= ](\d+)\b")
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -56,41 +53,19 @@ def load_data_sample(path: str | Path, max_rows: int = 50) -> object:
         return rows
 
 
-def world_size_from_command(command: str | None) -> tuple[int | None, int | None]:
-    """(nproc_per_node, world_size) as the command states them."""
-    if not command:
-        return None, None
-    nproc = _NPROC.search(command)
-    nnodes = _NNODES.search(command)
-    per_node = int(nproc.group(1)) if nproc else None
-    if per_node is not None:
-        return per_node, per_node * (int(nnodes.group(1)) if nnodes else 1)
-    tasks = _NTASKS.search(command) if "srun" in command or "mpirun" in command else None
-    if tasks:
-        return None, int(tasks.group(1))
-    stripped = command.strip()
-    if (
-        stripped.startswith(("python ", "python3 "))
-        and "torch.distributed" not in stripped
-        and "-m " not in stripped
-    ):
-        return 1, 1
-    return None, None
-
-
-def launcher_from_command(command: str | None) -> str | None:
-    if not command:
+def launcher_from_command(cmd: LaunchCommand | None) -> str | None:
+    """The launcher as the diagnosis names it, from the parsed command (see triage.commandline)."""
+    if cmd is None:
         return None
-    lowered = command.lower()
-    for name, needles in (
-        ("torchrun", ("torchrun", "torch.distributed.run", "torch.distributed.launch")),
-        ("deepspeed", ("deepspeed ",)),
-        ("accelerate", ("accelerate launch",)),
-        ("slurm", ("srun ", "sbatch ")),
-        ("mpirun", ("mpirun ", "mpiexec ")),
-    ):
-        if any(needle in lowered for needle in needles):
-            return name
-    if lowered.strip().startswith(("python", "llamafactory-cli")):
+    if cmd.launcher in ("torchrun", "deepspeed", "accelerate"):
+        return cmd.launcher
+    for wrapper in cmd.wrappers:
+        if wrapper in ("srun", "sbatch", "salloc"):
+            return "slurm"
+        if wrapper in ("mpirun", "mpiexec"):
+            return "mpirun"
+    if cmd.launcher == "sbatch":
+        return "slurm"
+    if cmd.launcher == "python" or cmd.launcher.endswith("-cli"):
         return "python"
     return None

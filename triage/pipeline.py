@@ -9,10 +9,11 @@ from pathlib import Path
 from triage import fixes as fix_builders
 from triage import memory as memory_module
 from triage.collect import Collector
+from triage.commandline import launch_shape, parse_command
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
-from triage.inputs import launcher_from_command, load_config, load_data_sample, world_size_from_command
+from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
 from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
@@ -50,14 +51,17 @@ def diagnose(
 ) -> Diagnosis:
     configs = {Path(path).name: load_config(path) for path in config_paths}
     data_sample = load_data_sample(data_path) if data_path else None
-    nproc, command_world = world_size_from_command(command)
+    shape = launch_shape(parse_command(command)) if command else None
+    nproc = shape.per_node if shape and shape.stated else None
+    command_world = shape.world if shape and shape.stated else None
+    default_world = shape.world if shape and not shape.stated else None  # bare torchrun: 1, unless logs say more
     memory = memory_module.MemorySeriesCollector()
     collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc)
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out
     collected.launcher.resolve_ranks()
-    world_size = _world_size(collected, command_world)
+    world_size = _world_size(collected, command_world, default_world)
     verdict = decide(collected, world_size)
     try:
         memory_result = memory.result()
@@ -67,9 +71,12 @@ def diagnose(
     return Diagnosis.from_dict(mask_deep(diagnosis.to_dict()))
 
 
-def _world_size(collected, command_world: int | None) -> int | None:
+def _world_size(collected, command_world: int | None, default_world: int | None = None) -> int | None:
+    """The command's stated size, unless the logs show more ranks; else what the logs say; else the
+    launcher's default (bare torchrun: 1) extended to the ranks seen."""
+    seen = max(collected.tracks) + 1 if collected.tracks and all(isinstance(r, int) for r in collected.tracks) else 0
     if command_world:
-        return command_world
+        return max(command_world, seen)
     facts = collected.launcher
     if facts.world_size:
         return facts.world_size
@@ -77,6 +84,8 @@ def _world_size(collected, command_world: int | None) -> int | None:
     if ranks and any(item.root_cause_block for item in facts.exits):
         # The launcher lists only the ranks that failed; every rank that logged counts too.
         return max([*ranks, *collected.tracks]) + 1
+    if default_world:
+        return max(default_world, seen)
     return None
 
 
@@ -86,7 +95,7 @@ def _build(
     winner = verdict.candidate
     launcher = (
         (collected.launcher.launchers[0] if collected.launcher.launchers else None)
-        or launcher_from_command(command)
+        or launcher_from_command(parse_command(command) if command else None)
         or _launcher_from_frames(collected)
     )
     if winner is None:
@@ -142,6 +151,8 @@ def _build(
             evidence=[item.text for item in evidence],
             rule_id=rule_id,
             world_size=world_size,
+            frames=[f"{frame.get('file', '')} in {frame.get('function', '')}"
+                    for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
             memory={"series": memory_result.get("series", []), "oom": memory_result.get("oom")},
             data_sample=data_sample,
             facts=facts,
@@ -162,8 +173,11 @@ def _build(
             ]
     try:
         estimate = memory_module.estimate(
-            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size
-        )
+            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size,
+            frames=[f"{frame.get('file', '')} in {frame.get('function', '')}"
+                    for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
+            evidence=" ".join(item.text for item in evidence)[:20000],
+        ) if _memory_matters(category, memory_result) else None
     except Exception:
         estimate = None
     summary = _summary(category, verdict, winner)
@@ -203,6 +217,11 @@ def _build(
         else None,
         facts=facts,
     )
+
+
+def _memory_matters(category: str, memory_result: dict) -> bool:
+    """The memory estimate belongs to memory incidents and to logs that hold memory readings."""
+    return category in ("gpu_oom", "host_oom") or bool(memory_result.get("series")) or bool(memory_result.get("oom"))
 
 
 def _launcher_from_frames(collected) -> str:

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from jobs import chartseries as series
-from jobs import logfiles
+from jobs import logfiles, memorychart
 from jobs.models import Diagnosis
 from jobs.views.incidents import visible_incident
 
@@ -65,4 +65,4 @@ def timeline_json(request, pk):
 
 @login_required
 def memory_json(request, pk):
-    return _chart(request, pk, "memory", ("memory", "failing_rank", "category"), series.memory)
+    return _chart(request, pk, "memory", ("memory", "failing_rank", "category"), memorychart.memory)

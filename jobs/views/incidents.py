@@ -12,7 +12,8 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from jobs import presenters
+from jobs import fixview, presenters
+from jobs.memorychart import show_memory
 from jobs.models import Diagnosis, Incident
 from knowledge.services import recognise
 
@@ -122,8 +123,9 @@ def incident_detail(request, pk):
         context.update({
             "verdict": presenters.verdict(data, incident),
             "evidence": presenters.evidence(data, artifacts),
-            "fixes": presenters.fixes(data, incident.command),
-            "estimate": presenters.estimate(data),
+            "fixes": fixview.fixes(data, incident.command),
+            "estimate": fixview.estimate(data),
+            "show_memory": show_memory(data),
             "rank_statuses": presenters.rank_statuses(data),
             "has_ranks": bool(presenters.as_list(data.get("ranks"))),
             "has_memory": bool(data["memory"]["series"]),

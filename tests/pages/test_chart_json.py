@@ -36,22 +36,6 @@ def test_the_timeline_falls_back_to_log_order_without_timestamps():
     assert series.timeline(diagnosis)["x_title"].startswith("log order")
 
 
-def test_memory_series_are_capped_per_trace_and_per_page(alice_client, alpha, make_incident):
-    incident = make_incident(alpha, diagnosis=sample_diagnosis(256, memory_points=2000))
-    response = alice_client.get(reverse("jobs:incident_memory_json", args=[incident.pk]))
-    data = response.json()
-
-    assert len(response.content) < 2_000_000
-    assert all(len(trace["x"]) <= series.MAX_POINTS for trace in data["traces"])
-    names = [trace["name"] for trace in data["traces"]]
-    assert "rank 137 GPU 1 allocated (first failure)" in names
-    assert any(name.startswith("max of 256") for name in names)
-    assert any(name.startswith("device capacity") for name in names)
-    assert "OOM" in names
-    assert any(name.startswith("estimate before fix: 83.8") for name in names)
-    assert any(name.startswith("estimate after enable_gradient_checkpointing: 58.2") for name in names)
-
-
 def test_downsampling_keeps_the_peak():
     points = [(index, 1.0) for index in range(100_000)]
     points[77_777] = (77_777, 99.0)

@@ -154,7 +154,7 @@ def test_it_estimates_the_batch_it_actually_chose():
                "--per_device_train_batch_size 16 --model_max_length 2048 --gradient_checkpointing True "
                "--attn_implementation flash_attention_2 --deepspeed ds.json")
     configs = {"ds.json": {"zero_optimization": {"stage": 3}}}
-    (first,) = oom_fixes(["reduce_batch_size"], command, message=None, configs=configs,
+    (first, *_) = oom_fixes(["reduce_batch_size"], command, message=None, configs=configs,
                          facts={"gpu_capacity_gib": 24})
     # batch 4: 13.34 GiB of sharded states + 4 x 1.13 GiB activations + overhead = 20.40 GiB <= 24
     assert first["estimate"] == {"total_gib": 20.4, "fits": True, "before_gib": first["estimate"]["before_gib"],

@@ -54,7 +54,7 @@ def test_it_divides_everything_by_the_world_under_zero3():
 
 def test_it_counts_only_adapters_as_trainable_under_qlora_and_counts_eager_attention():
     command = ("python train.py --model_name_or_path mistralai/Mistral-7B-v0.1 --load_in_4bit True --lora_r 16 "
-               "--per_device_train_batch_size 2 --max_seq_length 1024 --bf16 True")
+               "--per_device_train_batch_size 2 --max_seq_length 1024 --bf16 True --attn_implementation eager")
     oom = {"capacity_mib": 24 * 1024}
     result = estimate(command, {}, {}, oom=oom)
     # Mistral-7B: P = 7.24e9, L = 32, h = 4096, a = 32, V = 32000
@@ -171,3 +171,31 @@ def test_it_calibrates_to_the_oom_that_happened_when_the_model_explains_less():
     batch = next(a for a in result["after_fixes"] if a["kind"] == "reduce_batch_size")
     assert batch["total_gib"] == pytest.approx(batch["model_total_gib"] * factor, abs=0.02)
     assert any("scaled by" in note for note in result["assumptions"])
+
+
+def test_it_shows_a_range_and_names_the_input_when_the_attention_kernel_is_unknown():
+    command = ("python train.py --model_name_or_path mistralai/Mistral-7B-v0.1 --load_in_4bit True --lora_r 16 "
+               "--per_device_train_batch_size 2 --max_seq_length 1024 --bf16 True")
+    result = estimate(command, {}, {}, oom={"capacity_mib": 24 * 1024})
+    # SDPA (assumed) keeps s*b*h*34 a layer: 1024*2*4096*34*32 B = 8.5 GiB + logits 0.37 = 8.87 GiB;
+    # eager adds 5*a*s/h = 40 more per element: 18.87 GiB, the upper end (total 25.86 GiB, as above)
+    assert result["attention"] == "unknown"
+    assert result["components_gib"]["activations"] == pytest.approx(8.87, abs=0.01)
+    assert [u["input"] for u in result["unknown_inputs"]] == ["attention kernel (SDPA/flash .. eager)"]
+    low, high = result["range_gib"]
+    assert high == pytest.approx(25.86, abs=0.02) and low == result["total_gib"] < 24 < high
+    assert result["fits"] is None  # the range straddles the 24 GiB card: it cannot say
+
+
+@pytest.mark.parametrize("frames, facts, evidence, kernel", [
+    (["/x/site-packages/transformers/integrations/sdpa_attention.py"], {}, "", "sdpa"),
+    (["/x/site-packages/flash_attn/flash_attn_interface.py"], {}, "", "flash"),
+    (["/x/site-packages/transformers/models/llama/modeling_llama.py", "eager_attention_forward"], {}, "", "eager"),
+    ([], {}, "transformers version: 4.33.2, torch 2.0.1", "eager"),
+    ([], {"transformers_version": "4.46.1"}, "", "sdpa"),
+])
+def test_it_infers_the_attention_kernel_from_frames_and_versions_and_says_so(frames, facts, evidence, kernel):
+    command = "python train.py --model_name_or_path meta-llama/Llama-2-7b-hf --bf16 True --max_seq_length 4096"
+    result = estimate(command, {}, facts, frames=frames, evidence=evidence)
+    assert result["attention"] == kernel and result["attention_reason"]
+    assert any(a.startswith(f"attention: {kernel}") for a in result["assumptions"])

@@ -1,12 +1,14 @@
-"""Parse and rewrite launch commands losslessly (see parse.py, rewrite.py, tokens.py)."""
+"""Parse, rewrite and check launch commands losslessly (see parse.py, rewrite.py, check.py)."""
 from __future__ import annotations
 
-from .parse import Flag, LaunchCommand, normalise_key, parse_command, unparse
-from .rewrite import Rewrite
+from .check import check
+from .parse import Flag, LaunchCommand, Script, normalise_key, parse_command, parse_script, unparse
+from .rewrite import Rewrite, unified_diff
 from .tokens import Token, TokenLine, quote_like, tokenize
-from .world import world_size
+from .world import LaunchShape, job_world, launch_shape, world_size
 
 __all__ = [
-    "Flag", "LaunchCommand", "Rewrite", "Token", "TokenLine", "normalise_key", "parse_command",
-    "quote_like", "tokenize", "unparse", "world_size",
+    "Flag", "LaunchCommand", "LaunchShape", "Rewrite", "Script", "Token", "TokenLine", "check", "job_world",
+    "launch_shape", "normalise_key", "parse_command", "parse_script", "quote_like", "tokenize", "unified_diff",
+    "unparse", "world_size",
 ]

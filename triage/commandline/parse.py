@@ -1,7 +1,14 @@
 """Parse a launch command into env, wrappers, launcher, launcher flags, script, script flags.
 
-Recognised shapes (any mix, in this order):
+A pasted script may hold several commands (one per node after `# node 0` / `# node 1`
+comments, joined by `&&` or `;`, one a line, with `export` lines above): `parse_script`
+splits it into commands and marks the ones that launch training (`Script.launches`);
+`parse_command` returns the first of those, so a fix reads one node's values and
+`Rewrite` changes every node the same way.
+
+Recognised shapes of one command (any mix, in this order):
   [VAR=v ...] [env [-u X] VAR=v ...] [srun|sbatch|salloc|mpirun|nohup|time ... opts]
+  [docker run|exec [opts] IMAGE|CONTAINER]
   torchrun | python -m torch.distributed.run|launch | deepspeed | accelerate launch |
   python [-u] script.py | python -m module | bash x.sh | any-cli [sub] ...
   then the script's own flags: --flag value, --flag=value, --switch, -x v, key=value.
@@ -28,7 +35,20 @@ LAUNCHER_SWITCHES = {
     "accelerate": {"multi_gpu", "cpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "m", "module",
                    "no_python", "debug", "quiet", "tpu", "use_xpu", "same_network", "rdzv_conf_off"},
 }
+DOCKER_SWITCHES = {
+    "--rm", "-it", "-ti", "-i", "-t", "-d", "--detach", "--interactive", "--tty", "--privileged", "--init",
+    "--read-only", "-P", "--publish-all", "--no-healthcheck",
+}
+DOCKER_ENV_FLAGS = ("-e", "--env")
+LAUNCHERS = {"torchrun", "deepspeed", "accelerate", "python", "sbatch"}
+NOT_LAUNCHES = {
+    "cd", "export", "source", ".", "echo", "printf", "set", "unset", "mkdir", "rm", "cp", "mv", "ls", "cat",
+    "pip", "pip3", "conda", "module", "sleep", "wait", "git", "nvidia-smi", "ulimit", "trap", "wget", "curl",
+    "true", "false", "exit", "if", "then", "fi", "else", "for", "do", "done", "tee", "grep", "head", "tail",
+    "date", "hostname", "scontrol", "ray", "huggingface-cli", "chmod", "ln", "touch", "kill", "pkill",
+}
 TORCH_RUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+REDIRECT_OP = re.compile(r"^(?:\d*|&)(?:>>|>|<)")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NUMBER = re.compile(r"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")
 _PYTHON = re.compile(r"^python[\d.]*$")
@@ -61,6 +81,12 @@ class LaunchCommand:
     script_is_module: bool = False
     script_flags: list[Flag] = field(default_factory=list)
     positionals: list[int] = field(default_factory=list)
+    docker_index: int | None = None  # the `run`/`exec` token of `docker run`: env goes in as `-e NAME=v`
+    docker_env_index: dict[str, int] = field(default_factory=dict)  # -e NAME=value tokens
+    env_order: list[int] = field(default_factory=list)  # every VAR=v token in the prefix, repeats included
+    node: str | None = None  # the comment above the command ("node 1"), when the script labels it
+    program: str | None = None  # the first word after env and wrappers
+    script_model: Script | None = field(default=None, repr=False, compare=False)  # the whole script
 
     @property
     def text(self) -> str:
@@ -126,13 +152,30 @@ def _read_flags(cmd: LaunchCommand, i: int, end: int, switches: set[str], stop_a
     return flags, i
 
 
-def _choose_segment(line: TokenLine) -> tuple[int, int]:
-    segments, start = [], 0
+def _hard_newline(gap: str) -> bool:
+    """A line break that ends a command: not a backslash continuation (comments end at the newline)."""
+    return "\n" in re.sub(r"\\\r?\n", "", gap)
+
+
+def split_segments(line: TokenLine) -> list[tuple[int, int]]:
+    """(start, end) token ranges of the commands: split at ;, &&, ||, |, & and at line breaks
+    that are not continuations (a line that starts with a flag still continues the command above)."""
+    segments, start, cut = [], 0, None  # cut: where a redirection ended the command's words
     for idx, token in enumerate(line.tokens):
-        if token.is_operator:
-            segments.append((start, idx))
-            start = idx + 1
-    segments.append((start, len(line.tokens)))
+        if token.is_operator and REDIRECT_OP.match(token.value):
+            cut = idx if cut is None else cut
+        elif token.is_operator:
+            segments.append((start, idx if cut is None else cut))
+            start, cut = idx + 1, None
+        elif idx > start and _hard_newline(line.gaps[idx]) and not token.value.startswith("-"):
+            segments.append((start, idx if cut is None else cut))
+            start, cut = idx, None
+    segments.append((start, len(line.tokens) if cut is None else cut))
+    return [(a, b) for a, b in segments if b > a]
+
+
+def _choose_segment(line: TokenLine) -> tuple[int, int]:
+    segments = split_segments(line) or [(0, 0)]
     for seg_start, seg_end in segments:
         words = [t.value for t in line.tokens[seg_start:seg_end] if not _ENV_ASSIGN.match(t.value)]
         if words and _looks_like_program(words[0]):
@@ -140,20 +183,72 @@ def _choose_segment(line: TokenLine) -> tuple[int, int]:
     return max(segments, key=lambda seg: seg[1] - seg[0])
 
 
-def parse_command(text: str | None) -> LaunchCommand:
+@dataclass
+class Script:
+    """Every command of a pasted script; `launches` are those that start training."""
+
+    line: TokenLine
+    commands: list[LaunchCommand] = field(default_factory=list)
+    launches: list[LaunchCommand] = field(default_factory=list)
+    exports: dict[str, int] = field(default_factory=dict)  # NAME -> token of `export NAME=v` / `NAME=v`
+    export_order: list[int] = field(default_factory=list)  # every such token, repeats included
+
+    @property
+    def text(self) -> str:
+        return self.line.text
+
+    @property
+    def primary(self) -> LaunchCommand:
+        return self.launches[0] if self.launches else LaunchCommand(line=self.line, segment_end=len(self.line.tokens))
+
+
+_NODE_LABEL = re.compile(r"#\s*(.*\S)")
+
+
+def _is_launch(cmd: LaunchCommand) -> bool:
+    if cmd.program is None or os.path.basename(cmd.program) in NOT_LAUNCHES:
+        return False
+    return (cmd.launcher in LAUNCHERS or (cmd.script or "").endswith(".py") or cmd.script_is_module
+            or bool(cmd.script_flags) or cmd.launcher == "shell")
+
+
+def parse_script(text: str | None) -> Script:
     line = tokenize(text or "")
-    cmd = LaunchCommand(line=line)
-    try:
-        _parse_into(cmd)
-    except Exception:  # odd input must never break a diagnosis
-        cmd.launcher = "unknown"
-    return cmd
+    script = Script(line=line)
+    for start, end in split_segments(line):
+        cmd = LaunchCommand(line=line, segment_start=start, segment_end=end)
+        labels = _NODE_LABEL.findall(line.gaps[start]) if start < len(line.gaps) else []
+        cmd.node = labels[-1][:80] if labels else None
+        try:
+            _parse_into(cmd)
+        except Exception:  # odd input must never break a diagnosis
+            cmd.launcher = "unknown"
+        script.commands.append(cmd)
+        first = line.tokens[start].value
+        if first == "export" or (cmd.program is None and cmd.env_order):
+            for index in range(start + (first == "export"), end):
+                name, eq, _ = line.tokens[index].value.partition("=")
+                if eq and _ENV_ASSIGN.match(line.tokens[index].value):
+                    script.exports.setdefault(name, index)
+                    script.export_order.append(index)
+    script.launches = [c for c in script.commands if _is_launch(c)]
+    if script.launches and any(c.launcher != "shell" for c in script.launches):
+        script.launches = [c for c in script.launches if c.launcher != "shell"]
+    if not script.launches and script.commands:  # a fragment: the longest command
+        script.launches = [max(script.commands, key=lambda c: c.segment_end - c.segment_start)]
+    for cmd in script.launches:
+        cmd.script_model = script
+    return script
+
+
+def parse_command(text: str | None) -> LaunchCommand:
+    """The first launching command of `text` (see parse_script for all of them)."""
+    return parse_script(text).primary
 
 
 def _parse_into(cmd: LaunchCommand) -> None:
     tokens = cmd.line.tokens
-    cmd.segment_start, end = _choose_segment(cmd.line)
-    cmd.segment_end = end
+    end = cmd.segment_end
     i = cmd.segment_start
     while i < end:
         word = tokens[i].value
@@ -161,7 +256,12 @@ def _parse_into(cmd: LaunchCommand) -> None:
         if _ENV_ASSIGN.match(word):
             name, _, env_value = word.partition("=")
             cmd.env[name], cmd.env_index[name] = env_value, i
+            cmd.env_order.append(i)
             i += 1
+        elif base in ("docker", "podman") and i + 1 < end and tokens[i + 1].value in ("run", "exec"):
+            cmd.wrappers.append(base)
+            cmd.docker_index = i + 1
+            i = _read_docker(cmd, i + 2, end, tokens[i + 1].value)
         elif base == "env":
             cmd.wrappers.append("env")
             i += 1
@@ -181,6 +281,7 @@ def _parse_into(cmd: LaunchCommand) -> None:
         return
     word = tokens[i].value
     base = os.path.basename(word)
+    cmd.program = None if _is_flag(word) else word
     if _is_flag(word):  # a fragment that starts with the script's flags
         cmd.script_flags, _ = _read_flags(cmd, i, end, set(), stop_at_word=False)
         return
@@ -200,6 +301,28 @@ def _parse_into(cmd: LaunchCommand) -> None:
         cmd.launcher = base
         # a CLI with a subcommand (llamafactory-cli train x.yaml): its flags are the script flags
         cmd.script_flags, _ = _read_flags(cmd, i + 1, end, set(), stop_at_word=False)
+
+
+def _read_docker(cmd: LaunchCommand, i: int, end: int, verb: str) -> int:
+    """Skip docker's options (recording -e NAME=value) and the image or container; return the program's index."""
+    tokens = cmd.line.tokens
+    while i < end and _is_flag(tokens[i].value):
+        word = tokens[i].value
+        name, eq, inline = word.partition("=")
+        if name in DOCKER_ENV_FLAGS and not eq and i + 1 < end:
+            env_name, has, env_value = tokens[i + 1].value.partition("=")
+            if has:
+                cmd.env[env_name], cmd.docker_env_index[env_name] = env_value, i + 1
+            i += 2
+        elif eq or name in DOCKER_SWITCHES:
+            cmd.wrapper_flags.append(Flag(name=name, key=normalise_key(name), name_index=i, inline=bool(eq),
+                                          value=inline if eq else None))
+            i += 1
+        else:
+            cmd.wrapper_flags.append(Flag(name=name, key=normalise_key(name), name_index=i, value_index=i + 1,
+                                          value=tokens[i + 1].value if i + 1 < end else None))
+            i += 2
+    return i + 1  # the image (run) or the container (exec)
 
 
 def _read_launcher(cmd: LaunchCommand, launcher: str, i: int, end: int) -> None:

@@ -6,6 +6,12 @@
     rw.render()   # the whole command, same order, quoting and continuations
     rw.changes    # [{"where": "script", "flag": "--per_device_train_batch_size", "old": "8", "new": "4"}]
 
+Every command of a multi-node script (`# node 0` / `# node 1`, `&&`, `;`) changes the same way;
+a change is reported once, with "nodes": N when it touched N commands. An environment
+variable is set where the script already sets it (`export NAME=`, a `NAME=` prefix, docker's
+`-e NAME=`), else right before each command (`docker run -e NAME=v` inside a container);
+never twice.
+
 A flag that is missing is appended after the last script token in the command's own
 style: the separator the previous flag used (e.g. ` \\` + newline + indent), `--a b` or
 `--a=b`, `snake_case` or `kebab-case`, and `True`/`true`/bare switches.
@@ -15,7 +21,7 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 
-from .parse import Flag, LaunchCommand, normalise_key
+from .parse import Flag, LaunchCommand, Script, normalise_key
 from .tokens import quote_like
 
 
@@ -25,8 +31,11 @@ def _bool_text(value: bool, style: str) -> str:
 
 
 class Rewrite:
-    def __init__(self, cmd: LaunchCommand) -> None:
-        self.cmd = cmd
+    def __init__(self, target: LaunchCommand | Script) -> None:
+        script = target if isinstance(target, Script) else target.script_model
+        self.script = script
+        self.commands = list(script.launches) if script is not None and script.launches else [target]
+        self.cmd = self.commands[0]
         self.replaced: dict[int, str] = {}
         self.before: dict[int, str] = defaultdict(str)
         self.after: dict[int, str] = defaultdict(str)
@@ -63,8 +72,34 @@ class Rewrite:
             return gap if gap.strip(" \t") in ("\\\n", "\\\r\n", "") and gap else " "
         return " "
 
-    # ---- edits ---------------------------------------------------------------------------
-    def set_flag(self, keys: tuple[str, ...] | str, value, *, where: str = "script", add: bool = True) -> bool:
+    # ---- edits: each applies to every launching command, reported once ------------------
+    def _each(self, method, *args, **kwargs) -> bool:
+        """Apply `method` to every launching command; keep the first change report, count the nodes."""
+        first_cmd, before, count, kept = self.cmd, len(self.changes), 0, False
+        for cmd in self.commands:
+            self.cmd = cmd
+            mark = len(self.changes)
+            count += bool(method(*args, **kwargs))
+            if not kept and len(self.changes) > mark:
+                kept = True
+            else:
+                del self.changes[mark:]
+        self.cmd = first_cmd
+        if count > 1:
+            for change in self.changes[before:]:
+                change["nodes"] = count
+        return count > 0
+
+    def set_flag(self, keys, value, *, where: str = "script", add: bool = True) -> bool:
+        return self._each(self._set_flag, keys, value, where=where, add=add)
+
+    def rename_flag(self, old_keys, new_name: str) -> bool:
+        return self._each(self._rename_flag, old_keys, new_name)
+
+    def remove_flag(self, keys, *, where: str = "script") -> bool:
+        return self._each(self._remove_flag, keys, where=where)
+
+    def _set_flag(self, keys: tuple[str, ...] | str, value, *, where: str = "script", add: bool = True) -> bool:
         """Set the first present alias in `keys` to `value` (bool = switch); add keys[0] if absent."""
         keys = (keys,) if isinstance(keys, str) else keys
         flag = self.cmd.flag(*keys, where=where)
@@ -123,7 +158,7 @@ class Rewrite:
             self.after[anchor] += self._separator(where) + piece
         self.changes.append({"where": where, "flag": name, "old": None, "new": text if text is not None else "(set)"})
 
-    def rename_flag(self, old_keys: tuple[str, ...] | str, new_name: str) -> bool:
+    def _rename_flag(self, old_keys: tuple[str, ...] | str, new_name: str) -> bool:
         old_keys = (old_keys,) if isinstance(old_keys, str) else old_keys
         changed = False
         for flag in [f for f in self.cmd.script_flags if f.key in {normalise_key(k) for k in old_keys}]:
@@ -133,7 +168,7 @@ class Rewrite:
             changed = True
         return changed
 
-    def remove_flag(self, keys: tuple[str, ...] | str, *, where: str = "script") -> bool:
+    def _remove_flag(self, keys: tuple[str, ...] | str, *, where: str = "script") -> bool:
         keys = (keys,) if isinstance(keys, str) else keys
         flag = self.cmd.flag(*keys, where=where)
         if flag is None:
@@ -145,17 +180,45 @@ class Rewrite:
         return True
 
     def set_env(self, name: str, value: str) -> bool:
+        """Set NAME where the script sets it already, else right before every launching command."""
         tokens = self.cmd.line.tokens
-        if name in self.cmd.env_index:
-            index = self.cmd.env_index[name]
-            if self.cmd.env[name] == value:
-                return False
-            old_raw = tokens[index].raw.partition("=")[2]
-            self.replaced[index] = f"{name}={quote_like(old_raw, value)}"
-        elif tokens:
-            self.before[self.cmd.segment_start] += f"{name}={quote_like(None, value)} "
-        self.changes.append({"where": "env", "env": name, "old": self.cmd.env.get(name), "new": value})
-        return True
+        old = next((c.env[name] for c in self.commands if name in c.env), None)
+        exported = self.script.exports.get(name) if self.script is not None else None
+        if exported is not None and exported < self.cmd.segment_start and not any(
+                name in c.env for c in self.commands):
+            old = tokens[exported].value.partition("=")[2]
+        if old == value and all(name in c.env or exported is not None for c in self.commands):
+            return False
+        touched = False
+        if exported is not None and exported < self.cmd.segment_start:
+            self.replaced[exported] = self._assignment(tokens[exported].raw, name, value)
+            touched = True
+        for cmd in self.commands:
+            if name in cmd.docker_env_index:
+                index = cmd.docker_env_index[name]
+                self.replaced[index] = self._assignment(tokens[index].raw, name, value)
+            elif name in cmd.env_index:
+                index = cmd.env_index[name]
+                self.replaced[index] = self._assignment(tokens[index].raw, name, value)
+            elif exported is not None and exported < cmd.segment_start:
+                continue  # the export above already reaches this command
+            elif cmd.docker_index is not None:  # inside the container, not on the host
+                self.after[cmd.docker_index] += f" -e {name}={quote_like(None, value)}"
+            elif tokens:
+                self.before[cmd.segment_start] += f"{name}={quote_like(None, value)} "
+            touched = True
+        if touched or not tokens:
+            change = {"where": "env", "env": name, "old": old, "new": value}
+            if len(self.commands) > 1:
+                change["nodes"] = len(self.commands)
+            self.changes.append(change)
+        return touched
+
+    @staticmethod
+    def _assignment(raw: str, name: str, value: str) -> str:
+        old_raw = raw.partition("=")[2]
+        return f"{raw.partition('=')[0]}={quote_like(old_raw, value)}" if raw.startswith(name) else \
+            f"{name}={quote_like(old_raw, value)}"
 
     # ---- output --------------------------------------------------------------------------
     def render(self) -> str:
@@ -173,9 +236,10 @@ class Rewrite:
         return "".join(parts)
 
     def diff(self) -> str:
-        old, new = self.cmd.text, self.render()
-        return "".join(
-            difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True), "command", "command (fixed)", n=1
-            )
-        )
+        return unified_diff(self.cmd.text, self.render())
+
+
+def unified_diff(old: str, new: str) -> str:
+    """A unified diff of two texts, line by line; a missing final newline never glues two lines."""
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), "command", "command (fixed)", n=1, lineterm="")
+    return "\n".join(lines) + "\n" if old != new else ""

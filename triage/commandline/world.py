@@ -1,9 +1,29 @@
-"""How many training processes a parsed launch command starts (the data-parallel world)."""
+"""How many training processes a parsed launch command starts (the data-parallel world).
+
+`launch_shape(cmd)` reads what the command states: processes per node, nodes, and whether the
+figure is stated or only the launcher's default (bare `torchrun` starts 1 process a node;
+`deepspeed` and `accelerate` take every visible GPU or their config). `job_world(cmd, seen)`
+reconciles it with the ranks the logs show: a stated size stands unless the logs show more ranks
+(then the logs win: the command is not the whole story), a default or unknown size yields to them.
+"""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from .parse import LaunchCommand
+
+
+@dataclass
+class LaunchShape:
+    per_node: int | None
+    nodes: int
+    stated: bool  # False: a launcher default or nothing at all
+    how: str
+
+    @property
+    def world(self) -> int | None:
+        return self.per_node * self.nodes if self.per_node else None
 
 
 def _int(text: str | None) -> int | None:
@@ -22,16 +42,16 @@ def _visible_devices(cmd: LaunchCommand) -> int | None:
     return len([d for d in devices.split(",") if d.strip()])
 
 
-def world_size(cmd: LaunchCommand) -> tuple[int | None, str]:
-    """(processes, how it was derived); (None, reason) when the command cannot tell."""
+def launch_shape(cmd: LaunchCommand) -> LaunchShape:
     nodes = _int(cmd.value("nnodes", "num_nodes", "num_machines", where="launcher")) or 1
     if cmd.launcher == "torchrun":
-        per_node = _int(cmd.value("nproc_per_node", where="launcher"))
-        if per_node is None:
-            per_node = 1 if cmd.flag("nproc_per_node", where="launcher") is None else None
-        if per_node is None:
-            return None, "--nproc_per_node is not a number"
-        return per_node * nodes, f"torchrun: {per_node} per node x {nodes} node(s)"
+        flag = cmd.flag("nproc_per_node", "nproc-per-node", where="launcher")
+        per_node = _int(flag.value) if flag else None
+        if flag is None:
+            return LaunchShape(1, nodes, False, f"torchrun without --nproc_per_node: 1 per node x {nodes} node(s)")
+        if per_node is None:  # "gpu", "auto": as many as the node has
+            return LaunchShape(None, nodes, False, f"--nproc_per_node {flag.value}: count unknown")
+        return LaunchShape(per_node, nodes, True, f"torchrun: {per_node} per node x {nodes} node(s)")
     if cmd.launcher == "deepspeed":
         per_node = _int(cmd.value("num_gpus", where="launcher"))
         include = cmd.value("include", where="launcher")
@@ -41,16 +61,35 @@ def world_size(cmd: LaunchCommand) -> tuple[int | None, str]:
             nodes = 1
         per_node = per_node or _visible_devices(cmd)
         if per_node is None:
-            return None, "deepspeed uses every visible GPU (count unknown)"
-        return per_node * nodes, f"deepspeed: {per_node} GPU(s) x {nodes} node(s)"
+            return LaunchShape(None, nodes, False, "deepspeed uses every visible GPU (count unknown)")
+        return LaunchShape(per_node, nodes, True, f"deepspeed: {per_node} GPU(s) x {nodes} node(s)")
     if cmd.launcher == "accelerate":
         processes = _int(cmd.value("num_processes", where="launcher"))
         if processes is None:
-            return None, "accelerate takes the process count from its config"
-        return processes, f"accelerate: --num_processes {processes}"
+            return LaunchShape(None, 1, False, "accelerate takes the process count from its config")
+        return LaunchShape(processes, 1, True, f"accelerate: --num_processes {processes}")
     tasks = _int(cmd.value("ntasks", "n", "np", where="wrapper"))
     if tasks:
-        return tasks, f"{cmd.wrappers[0] if cmd.wrappers else 'wrapper'}: {tasks} task(s)"
-    if cmd.launcher == "python":
-        return 1, "a single python process"
-    return None, "launcher does not state it"
+        wrapper = next((w for w in cmd.wrappers if w not in ("env", "docker", "podman")), "wrapper")
+        return LaunchShape(tasks, 1, True, f"{wrapper}: {tasks} task(s)")
+    if cmd.launcher == "python" and not set(cmd.wrappers) & {"srun", "mpirun", "mpiexec", "salloc", "sbatch"}:
+        return LaunchShape(1, 1, True, "a single python process")
+    return LaunchShape(None, 1, False, "launcher does not state it")
+
+
+def world_size(cmd: LaunchCommand) -> tuple[int | None, str]:
+    """(processes, how it was derived) as the command states them; (None, reason) when it cannot tell.
+    A launcher default (bare torchrun: 1) counts: use job_world to weigh it against the logs."""
+    shape = launch_shape(cmd)
+    return shape.world, shape.how
+
+
+def job_world(cmd: LaunchCommand, ranks_seen: int | None) -> tuple[int | None, str]:
+    """The world size, the command's figure reconciled with the number of ranks the logs show."""
+    shape = launch_shape(cmd)
+    if ranks_seen and (shape.world is None or not shape.stated or ranks_seen > shape.world):
+        reason = "the command does not state it" if shape.world is None else (
+            f"the command's {shape.world} is only the launcher default" if not shape.stated
+            else f"more than the command's {shape.world}")
+        return ranks_seen, f"{ranks_seen} rank(s) seen in the logs ({reason})"
+    return shape.world, shape.how

@@ -1,8 +1,11 @@
 """Fix builders: turn fix kinds chosen by the rules into concrete, pasteable fixes.
 
-build_fixes(kinds, ctx) -> [fix dict], the first one for kinds[0] (the rules' choice), then the
-other kinds and the extras, ranked (stable) by: fixes already in place last, then what the memory
-estimate says (fits, unknown, does not fit). Extras for gpu_oom:
+build_fixes(kinds, ctx) -> [fix dict], ranked from the evidence (ranking.py): the rules' choice
+first unless the log rules it out, fixes that make the same change merged into one, fixes the log
+rules out (already in place, batch already 1, workers already 0, data that parses) last with the
+reason, and among the rest what the memory estimate says (fits, unknown, does not fit). Every fix
+says why it stands where it does ("rank_reason") and every corrected command has passed its
+check (triage.commandline.check) or is withheld. Extras for gpu_oom:
 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (kind fix_config) when the OOM message shows a
 large reserved-but-unallocated share, and GPU-memory fixes the estimator says would make it fit. Never raises: a failing builder yields advice without
 a command change. Extra keys per fix are documented in common.py (changes, diff, notes,
@@ -22,10 +25,11 @@ from . import (
     host_fixes,
     memory_fixes,
     other_fixes,
+    ranking,
     sharding,
     version_fixes,
 )
-from .common import series_capacity_gib
+from .common import evidence_text, series_capacity_gib
 
 
 @dataclass
@@ -43,6 +47,7 @@ class FixContext:
     memory: dict | None = None  # {"series": [...], "oom": {...} or None}
     data_sample: Any = None  # parsed data sample (list/dict) or None
     facts: dict[str, Any] = field(default_factory=dict)  # extra facts a rule extracted
+    frames: list[str] = field(default_factory=list)  # file paths of the root traceback's frames
 
 
 BUILDERS = {
@@ -86,7 +91,7 @@ def build_fixes(kinds: list[str], ctx: FixContext) -> list[dict]:
         for fix in fixes:
             _attach_estimate(fix, estimate)
     extras = _extras(ctx, kinds, estimate)
-    return fixes[:1] + sorted(fixes[1:] + extras, key=_rank)
+    return ranking.rank(fixes, extras, ctx)
 
 
 def _normalised(ctx: FixContext) -> FixContext:
@@ -120,6 +125,7 @@ def _build(kind: str, ctx: FixContext) -> dict:
         fix["notes"] = [*fix.get("notes", []), f"the fix builder failed ({type(exc).__name__}); advice only"]
     if not fix.get("changes") and kind in GPU_MEMORY_KINDS + ("increase_grad_accum",):
         fix.setdefault("applicable", False)
+        fix.setdefault("ruled_out", fix.get("title") or "already in place")
     fix.setdefault("verified", None)
     return fix
 
@@ -129,7 +135,8 @@ def _memory_estimate(ctx: FixContext) -> dict | None:
 
     try:
         return estimate(ctx.command, ctx.configs, ctx.facts, oom=(ctx.memory or {}).get("oom"),
-                        world_size=ctx.world_size, capacity_gib=series_capacity_gib(ctx))
+                        world_size=ctx.world_size, capacity_gib=series_capacity_gib(ctx), frames=ctx.frames,
+                        evidence=evidence_text(ctx))
     except Exception:
         return None
 
@@ -144,12 +151,6 @@ def _attach_estimate(fix: dict, estimate: dict) -> None:
                            "before_gib": estimate["total_gib"], "capacity_gib": estimate["capacity_gib"]}
 
 
-def _rank(fix: dict) -> tuple[int, int]:
-    """Fixes already in place last; among the rest, those the estimate says fit, then unknown, then not."""
-    fits = (fix.get("estimate") or {}).get("fits")
-    return (0 if fix.get("applicable", True) else 1), (0 if fits else 1 if fits is None else 2)
-
-
 def _extras(ctx: FixContext, kinds: list[str], estimate: dict | None) -> list[dict]:
     extras = []
     if ctx.category != "gpu_oom":
@@ -158,7 +159,9 @@ def _extras(ctx: FixContext, kinds: list[str], estimate: dict | None) -> list[di
     command_env = ctx.command or ""
     if memory_fixes.is_fragmented(oom) and "PYTORCH_CUDA_ALLOC_CONF" not in command_env:
         try:
-            extras.append(memory_fixes.expandable_segments(ctx, "fix_config"))
+            extra = memory_fixes.expandable_segments(ctx, "fix_config")
+            extra["added_because"] = "the OOM message shows a large reserved-but-unallocated share"
+            extras.append(extra)
         except Exception:
             pass
     for after in (estimate or {}).get("after_fixes", []):
@@ -166,5 +169,6 @@ def _extras(ctx: FixContext, kinds: list[str], estimate: dict | None) -> list[di
             fix = _build(after["kind"], ctx)
             _attach_estimate(fix, estimate)
             fix.setdefault("notes", []).append("added because the memory estimate says this change makes it fit")
+            fix["added_because"] = "the memory estimate says this change makes it fit"
             extras.append(fix)
     return extras

@@ -6,7 +6,16 @@ and the product is unchanged: 8 x 4 x 8 = 4 x 8 x 8 = 256.
 """
 from __future__ import annotations
 
-from .common import Edits, as_int, deepspeed_config, is_hf_style, job_world_size, lookup, series_capacity_gib
+from .common import (
+    Edits,
+    as_int,
+    deepspeed_config,
+    evidence_text,
+    is_hf_style,
+    job_world_size,
+    lookup,
+    series_capacity_gib,
+)
 
 BATCH_KEYS = ("per_device_train_batch_size", "micro_batch_size", "per_gpu_train_batch_size",
               "train_micro_batch_size_per_gpu", "batch_size", "train_batch_size", "bs")
@@ -30,7 +39,8 @@ def _estimate(ctx, batch: int) -> dict | None:
     from ..memory import estimate
 
     return estimate(ctx.command, ctx.configs, ctx.facts, oom=(ctx.memory or {}).get("oom"),
-                    world_size=ctx.world_size, overrides={"batch": batch}, capacity_gib=series_capacity_gib(ctx))
+                    world_size=ctx.world_size, overrides={"batch": batch}, capacity_gib=series_capacity_gib(ctx),
+                    frames=ctx.frames, evidence=evidence_text(ctx))
 
 
 def _fitting_batch(ctx, batch: int) -> int | None:
@@ -79,7 +89,7 @@ def batch_change(ctx, kind: str) -> dict:
     )
     if target:
         notes.append(f"the estimator puts batch {new_batch} within the GPU's memory")
-    if not is_hf_style(cmd) and where is None and ctx.command:
+    if not is_hf_style(cmd, ctx) and where is None and ctx.command:
         notes.append("the script shows no HF TrainingArguments flags: check it accepts these flag names")
     title = (f"Cut the per-device batch {batch} -> {new_batch} and raise gradient accumulation "
              f"{accumulation} -> {new_accum}")

@@ -17,7 +17,8 @@ import copy
 import re
 from typing import Any
 
-from ..commandline import LaunchCommand, Rewrite, normalise_key, parse_command, world_size
+from ..commandline import LaunchCommand, Rewrite, check, job_world, normalise_key, parse_command
+from .flags import FlagSupport
 
 HF_KEYS = {
     "per_device_train_batch_size", "output_dir", "gradient_accumulation_steps", "num_train_epochs",
@@ -30,7 +31,10 @@ def parsed(ctx) -> LaunchCommand:
     return parse_command(ctx.command or "")
 
 
-def is_hf_style(cmd: LaunchCommand) -> bool:
+def is_hf_style(cmd: LaunchCommand, ctx=None) -> bool:
+    """An HF Trainer-style script (TrainingArguments flags, or frames/configs of HF Trainer/TRL/LLaMA-Factory)."""
+    if ctx is not None:
+        return FlagSupport(cmd, getattr(ctx, "frames", None), ctx.configs, evidence_text(ctx)).hf
     return any(f.key in HF_KEYS for f in cmd.script_flags)
 
 
@@ -69,7 +73,7 @@ def as_int(text: str | None) -> int | None:
 
 
 def job_world_size(ctx, cmd: LaunchCommand) -> tuple[int, str]:
-    size, how = world_size(cmd)
+    size, how = job_world(cmd, ctx.world_size)
     if size:
         return size, how
     accelerate = next((conf for _, conf in config_values(ctx) if "distributed_type" in conf), {})
@@ -103,17 +107,31 @@ class Edits:
         self.rw = Rewrite(self.cmd)
         self.config_patch: dict[str, dict[str, Any]] = {}
         self.env: dict[str, str] = {}
+        self.support = FlagSupport(self.cmd, getattr(ctx, "frames", None), ctx.configs, evidence_text(ctx))
+        self.code_changes: list[dict] = []
 
-    def set(self, keys: tuple[str, ...], value, *, where: str = "script", add: bool = True) -> None:
+    def set(self, keys: tuple[str, ...], value, *, where: str = "script", add: bool = True,
+            in_code: str | None = None) -> bool:
         """Set a training setting where the job keeps it: the command flag, else the training-args
-        config file that holds the key, else add the flag to the command."""
+        config file that holds the key, else add a flag the script takes. When the script takes no such
+        flag, the change is recorded for the code (`in_code` says where) and False is returned."""
         if self.cmd.flag(*keys, where=where) is None and where == "script":
             for name, conf in training_configs(self.ctx):
                 key = next((k for k in conf if normalise_key(str(k)) in {normalise_key(x) for x in keys}), None)
                 if key is not None:
                     self.patch_config(name, str(key), value)
-                    return
-        self.rw.set_flag(keys, value, where=where, add=add)
+                    return True
+            accepted = self.support.first_accepted(keys) if add else None
+            if accepted is None:
+                if add:
+                    change = {"where": "code", "key": keys[0], "new": value,
+                              "hint": in_code or f"the script takes no --{keys[0]}: set it where the script "
+                                                 f"configures it ({self.support.reason})"}
+                    self.code_changes.append(change)
+                    self.rw.changes.append(change)
+                return False
+            keys = (accepted, *[k for k in keys if k != accepted])
+        return self.rw.set_flag(keys, value, where=where, add=add)
 
     def set_env(self, name: str, value: str) -> None:
         self.env[name] = value
@@ -139,6 +157,9 @@ class Edits:
             "diff": (self.rw.diff() or None) if self.ctx.command else None,
             "notes": list(notes or []), "cost": cost,
         }
+        for change in self.code_changes:
+            result["notes"].append(f"change in the code or config: {change['key']} = {change['new']} "
+                                   f"({change['hint']})")
         if self.config_patch:
             result["config_patch"] = self.config_patch
             corrected = self.corrected_configs()
@@ -148,7 +169,21 @@ class Edits:
         if evidence:
             result["evidence"] = evidence
         result.update(extra)
+        verify(self.ctx, result)
         return result
+
+
+def verify(ctx, fix: dict, extra_problems: list[str] | None = None) -> dict:
+    """Check the corrected command (see triage.commandline.check); one that fails is not shown."""
+    if not ctx.command or not fix.get("command"):
+        return fix
+    problems = check(ctx.command, fix["command"], fix.get("changes") or [], fix.get("diff")) + list(extra_problems or [])
+    fix["check"] = {"passed": not problems, "problems": problems}
+    if problems:
+        fix["command"], fix["diff"] = None, None
+        fix.setdefault("notes", []).append("no corrected command is shown: it failed its check ("
+                                           + "; ".join(problems[:3]) + "); make the listed changes by hand")
+    return fix
 
 
 def apply_patch(conf: dict, patch: dict[str, Any]) -> dict:

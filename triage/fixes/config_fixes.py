@@ -50,7 +50,7 @@ def deepspeed_batch(ctx, kind: str) -> dict:
              f"{micro} x {accum} x {world} = {micro * accum * world}"]
     if found:
         notes.append(f"the config said {found.group(1)}; DeepSpeed saw world size {found.group(4)} ({how})")
-    if is_hf_style(cmd) or not ctx.command:
+    if is_hf_style(cmd, ctx) or not ctx.command:
         for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
             edits.patch_config(name, key, "auto")
         notes.append("'auto' lets the HF Trainer fill the three values from the command line, so they cannot disagree")

@@ -97,8 +97,13 @@ def fix_data_file(ctx, kind: str) -> dict:
                      "or dropped; `convert-data --to sharegpt` renames roles to human/gpt")
     if flag is not None:
         edits.rw.set_flag((flag.key,), out)
+    extra = {}
+    rows = ctx.data_sample if isinstance(ctx.data_sample, list) else None
+    if rows and all(isinstance(r, dict) and "_unparsed" not in r for r in rows) and ctx.category != "data_corrupt":
+        extra = {"applicable": False,
+                 "ruled_out": f"the data sample given ({len(rows)} rows) parses: every row is valid JSON"}
     return edits.fix(
         kind, "Drop or repair the rows that cannot be read",
         "A data file (or some of its rows) cannot be parsed, so loading stops at the first bad row.",
-        notes=notes, shell=[f"python -m triage convert-data --repair {source} {out}"], cost="low",
+        notes=notes, shell=[f"python -m triage convert-data --repair {source} {out}"], cost="low", **extra,
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .common import Edits, evidence_text, is_hf_style
+from .common import Edits, evidence_text
 
 FLIGHT_RECORDER = {
     "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
@@ -13,28 +13,83 @@ FLIGHT_RECORDER = {
 }
 
 
+TIMEOUT_PATTERNS = (
+    (r"Timeout\(ms\)\s*=\s*(\d+)", 0.001),
+    (r"timed? ?out after (\d+(?:\.\d+)?) ?(?:ms|milliseconds)", 0.001),
+    (r"timeout(?:=|: |\s+of\s+)(\d+):(\d\d):(\d\d)", None),  # timedelta text 0:00:12
+    (r"timed? ?out after (\d+(?:\.\d+)?) ?(?:s|sec|seconds)\b", 1.0),
+)
+UNIT_SECONDS = {"ms": 0.001, "millis": 0.001, "s": 1, "sec": 1, "secs": 1, "seconds": 1, "minutes": 60, "mins": 60,
+                "min": 60, "hours": 3600, "hour": 3600, "h": 3600}
+
+
+def timeout_from_log(text: str) -> float | None:
+    """The collective timeout that fired, in seconds, as the log states it."""
+    for pattern, scale in TIMEOUT_PATTERNS:
+        found = re.search(pattern, text, re.I)
+        if found and scale is None:
+            hours, minutes, seconds = (int(g) for g in found.groups())
+            return hours * 3600 + minutes * 60 + seconds
+        if found:
+            return float(found.group(1)) * scale
+    return None
+
+
+def _timeout_flag(cmd):
+    """A timeout flag the script already takes (--timeout_minutes 0.2, --nccl-timeout 600), with its unit."""
+    for flag in cmd.script_flags:
+        if "timeout" in flag.key and flag.key != "ddp_timeout" and flag.value is not None:
+            try:
+                float(flag.value)
+            except ValueError:
+                continue
+            unit = flag.key.rsplit("_", 1)[-1]
+            return flag, UNIT_SECONDS.get(unit, 1)
+    return None, 1
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
 def increase_timeout(ctx, kind: str) -> dict:
     edits = Edits(ctx)
-    text = evidence_text(ctx)
-    found = re.search(r"Timeout\(ms\)=(\d+)", text)
-    old_s = int(found.group(1)) // 1000 if found else 1800
-    new_s = max(old_s * 2, 3600)
-    notes = [f"collective timeout {old_s} s -> {new_s} s"]
-    if is_hf_style(edits.cmd) or not ctx.command:
-        edits.set(("ddp_timeout",), new_s)
-    else:
-        notes.append(f"pass timeout=datetime.timedelta(seconds={new_s}) to torch.distributed.init_process_group "
-                     "(accelerate: InitProcessGroupKwargs(timeout=...))")
+    cmd = edits.cmd
+    fired = timeout_from_log(evidence_text(ctx))
+    own_flag, unit = _timeout_flag(cmd)
+    ddp = cmd.flag("ddp_timeout")
+    if fired is None and own_flag is not None:
+        fired = float(own_flag.value) * unit
+    if fired is None and ddp is not None and (ddp.value or "").isdigit():
+        fired = float(ddp.value)
+    notes = []
+    old_s = fired if fired is not None else 1800.0
+    if fired is None:
+        notes.append("the log does not state the timeout: PyTorch's default of 1800 s is assumed")
+    new_s = max(old_s * 2, 3600.0)
+    notes.append(f"collective timeout {_seconds(old_s)} -> {_seconds(new_s)}")
+    if fired is not None:
+        notes.append(f"{_seconds(old_s)} is the timeout that fired, as the log (or the command) states it")
+    if own_flag is not None:
+        new_value = new_s / unit
+        edits.rw.set_flag((own_flag.key,), f"{new_value:g}")
+        notes.append(f"the script's own {own_flag.name} is in {'minutes' if unit == 60 else 'seconds' if unit == 1 else 'its unit'}: "
+                     f"{own_flag.value} -> {new_value:g}")
+    elif not edits.set(("ddp_timeout",), int(new_s), in_code=(
+            f"pass timeout=datetime.timedelta(seconds={int(new_s)}) to torch.distributed.init_process_group "
+            f"(accelerate: InitProcessGroupKwargs(timeout=timedelta(seconds={int(new_s)}))); the log shows "
+            f"{_seconds(old_s)}")):
+        pass
     for name, value in FLIGHT_RECORDER.items():
         edits.set_env(name, value)
     notes.append("if it times out again, the Flight Recorder dumps (/tmp/nccl_trace_rank_*) show which rank "
                  "never entered the collective: a longer timeout only helps when one rank was merely slow "
                  "(saving, evaluating or preprocessing on rank 0)")
     return edits.fix(
-        kind, f"Raise the collective timeout to {new_s} s and record a Flight Recorder dump",
+        kind, f"Raise the collective timeout {_seconds(old_s)} -> {_seconds(new_s)} and record a Flight Recorder dump",
         "The NCCL watchdog killed a collective that waited longer than the timeout; a rank busy with slow work "
         "(preprocessing, checkpointing) needs more time, and the dump tells a hang from a slow rank.",
-        notes=notes,
+        notes=notes, timeout_s={"before": old_s, "after": new_s},
     )
 
 

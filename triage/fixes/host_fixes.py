@@ -28,8 +28,13 @@ def reduce_workers(ctx, kind: str) -> dict:
                 new = 0 if to_zero and "preprocess" not in key else max(current // 2, 1 if "proc" in key else 0)
                 edits.patch_config(name, key, new)
                 changed = True
+    zero = [f.name for f in flags if as_int(f.value) == 0]
+    if not changed and zero:
+        notes.append(f"{', '.join(zero)} already 0: batches load in the main process")
+        return edits.fix(kind, "DataLoader workers are already 0", "Nothing left to cut in the workers.",
+                         notes=notes, applicable=False, ruled_out=f"{zero[0]} is already 0")
     if not changed:
-        if is_hf_style(cmd) or not ctx.command:
+        if is_hf_style(cmd, ctx) or not ctx.command:
             edits.set(("dataloader_num_workers",), 0)
             notes.append("no worker count was set: load batches in the main process (HF default is 0 workers) "
                          "and keep dataset preprocessing to a single process")

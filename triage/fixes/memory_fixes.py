@@ -16,7 +16,8 @@ def gradient_checkpointing(ctx, kind: str) -> dict:
     if value is not None and value.lower() in TRUE:
         return edits.fix(kind, "Gradient checkpointing is already on",
                          "The job already recomputes activations; look at batch, sequence length or sharding.")
-    edits.set(CHECKPOINT_KEYS, True)
+    edits.set(CHECKPOINT_KEYS, True, in_code="call model.gradient_checkpointing_enable() after loading the model "
+                                          "(HF models), or wrap each block in torch.utils.checkpoint.checkpoint")
     return edits.fix(
         kind, "Turn on gradient checkpointing",
         "Only each layer's input is kept and the rest is recomputed in the backward pass: activation memory "
@@ -38,7 +39,7 @@ def mixed_precision(ctx, kind: str) -> dict:
     if cmd.launcher == "accelerate" and not cmd.flag("bf16"):
         edits.set(("mixed_precision",), "bf16", where="launcher")
     else:
-        edits.set(("bf16",), True)
+        edits.set(("bf16",), True, in_code="run the forward pass under torch.autocast('cuda', dtype=torch.bfloat16)")
     ds_name, ds = deepspeed_config(ctx, cmd)
     if ds and not (ds.get("bf16") or {}).get("enabled"):
         edits.patch_config(ds_name, "bf16.enabled", "auto")

@@ -11,7 +11,7 @@ def free_disk(ctx, kind: str) -> dict:
     cmd = edits.cmd
     output = cmd.value("output_dir") or "OUTPUT_DIR"
     notes = [f"check the space: df -h {output}  (and du -sh {output}/checkpoint-* for old checkpoints)"]
-    if is_hf_style(cmd) or not ctx.command:
+    if is_hf_style(cmd, ctx) or not ctx.command:
         limit, _ = lookup(ctx, cmd, ("save_total_limit",))
         if as_int(limit) is None or as_int(limit) > 2:
             edits.set(("save_total_limit",), 2)
@@ -64,7 +64,7 @@ def fix_numerics(ctx, kind: str) -> dict:
     if new_lr:
         edits.set(("learning_rate", "lr"), new_lr)
         notes.append(f"learning rate {lr} -> {new_lr}")
-    if (is_hf_style(cmd) or not ctx.command) and cmd.flag("max_grad_norm") is None:
+    if (is_hf_style(cmd, ctx) or not ctx.command) and cmd.flag("max_grad_norm") is None:
         edits.set(("max_grad_norm",), 1.0)
     return edits.fix(kind, "Stabilise training: bf16 instead of fp16, lower learning rate, clip gradients",
                      "The loss overflowed until the fp16 loss scale hit its minimum (or turned NaN).",

@@ -47,13 +47,13 @@ def shard_more(ctx, kind: str) -> dict:
         if world == 1:
             edits.set(("fsdp_offload_params",), "true", where="launcher")
         return edits.fix(kind, "Shard the model with FSDP FULL_SHARD through accelerate", _WHY, cost="medium")
-    if world > 1 and (is_hf_style(cmd) or not ctx.command):
+    if world > 1 and (is_hf_style(cmd, ctx) or not ctx.command):
         edits.set(("fsdp",), "full_shard auto_wrap")
         return edits.fix(kind, f"Shard weights, gradients and optimizer over the {world} GPUs (FSDP FULL_SHARD)",
                          _WHY, cost="medium",
                          notes=["HF Trainer wraps the model's decoder layers itself (_no_split_modules); "
                                 "add --fsdp_transformer_layer_cls_to_wrap for older transformers"])
-    if is_hf_style(cmd) or not ctx.command:
+    if is_hf_style(cmd, ctx) or not ctx.command:
         name = "ds_zero3_offload.json"
         edits.set(("deepspeed",), name)
         return edits.fix(kind, "Use DeepSpeed ZeRO-3 with CPU offload of optimizer and parameters", _WHY,
@@ -143,7 +143,7 @@ def _load_sharded(ctx, edits: Edits, kind: str) -> dict:
         return edits.fix(kind, "Load the model already sharded (DeepSpeed ZeRO-3, no offload)",
                          "Every rank loaded the full model into host RAM at once.", notes=notes, cost="medium")
     world, _ = job_world_size(ctx, cmd)
-    if world > 1 and (is_hf_style(cmd) or not ctx.command):
+    if world > 1 and (is_hf_style(cmd, ctx) or not ctx.command):
         edits.set(("fsdp",), "full_shard auto_wrap")
         edits.set(("fsdp_config",), '{"cpu_ram_efficient_loading": true, "sync_module_states": true}')
         notes.append("cpu_ram_efficient_loading: only rank 0 reads the checkpoint, the others start empty")

@@ -43,7 +43,8 @@ FORMULAS = [
     "ZeRO-1 optimizer/N; ZeRO-2 (FSDP SHARD_GRAD_OP) also gradients/N; ZeRO-3 (FSDP FULL_SHARD) also weights/N "
     "+ 2 gathered layers; HYBRID_SHARD N = GPUs per node; CPU offload removes optimizer (and params) from the GPU",
     "activations per layer = s*b*h*(34 + 5*a*s/h) bytes in half precision (Korthikanti et al. 2022); "
-    "flash/SDPA attention: s*b*h*34; fp32 x2; all layers x L",
+    "flash/SDPA attention: s*b*h*34; fp32 x2; all layers x L; the kernel is inferred from flags, frames and "
+    "versions, and an unknown one is shown as a range (SDPA .. eager)",
     "gradient checkpointing: L*2*s*b*h (layer inputs) + one layer's activations",
     "logits = s*b*V*6 bytes (half logits + fp32 copy for the loss)",
     f"overhead = {CONTEXT_GIB} GiB CUDA context + {int(FRAGMENTATION * 100)}% allocator fragmentation",
@@ -82,14 +83,20 @@ def components(setup: Setup) -> dict[str, float]:
     if sharding in ("zero2", "zero3", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard"):
         gradients /= n
     if sharding in ("zero3", "fsdp_full_shard", "fsdp_hybrid_shard"):
-        gathered = 2 * (params / setup.shape.layers) * 2
-        weights = (0 if setup.offload_params else weights / n) + gathered
+        weights = (0 if setup.offload_params else weights / n) + zero3_working_set(setup)
     if setup.offload_optimizer:
         optimizer = 0
-        if sharding.startswith("fsdp"):
-            gradients = 0
+        if sharding.startswith("fsdp") or sharding in ("zero1", "zero2", "zero3"):
+            gradients = 0  # ZeRO-Offload and FSDP CPU offload keep the (fp32) gradients with the optimizer
     return {"weights": weights, "gradients": gradients, "optimizer": optimizer,
             "activations": activations(setup)}
+
+
+def zero3_working_set(setup: Setup) -> float:
+    """Bytes of the two layers ZeRO-3 / FULL_SHARD gathers at a time (the current one and the prefetched one)."""
+    if setup.sharding not in ("zero3", "fsdp_full_shard", "fsdp_hybrid_shard"):
+        return 0.0
+    return 2 * (setup.shape.params / setup.shape.layers) * 2
 
 
 def activations(setup: Setup) -> float:
@@ -195,15 +202,53 @@ def capacity_from(oom: dict | None, facts: dict) -> float | None:
     return next((float(gib) for key, gib in GPU_GIB if name and key in name), None)
 
 
+UNKNOWN_RANGES = {  # input -> (Setup field, low end, high end, what the page calls it)
+    "batch": ("batch", 1, 8, "per-device batch"),
+    "seq": ("seq", 512, 4096, "sequence length"),
+    "attention": ("flash", True, False, "attention kernel (SDPA/flash .. eager)"),
+}
+
+
+def _ends(setup: Setup) -> tuple[Setup, Setup]:
+    low, high = setup, setup
+    for name in setup.unknown:
+        field, low_value, high_value, _ = UNKNOWN_RANGES[name]
+        low, high = replace(low, **{field: low_value}), replace(high, **{field: high_value})
+    return low, high
+
+
+def reconcile(model_total: float, need: float | None, capacity: float | None, oom: dict | None,
+              low: float | None, high: float | None) -> dict | None:
+    """Set the estimate beside what the log shows the failed step needed (memory in use + the request)."""
+    if need is None:
+        return None
+    in_use = round(((oom or {}).get("capacity_mib", 0) - (oom or {}).get("free_mib", 0)) / 1024, 2)
+    if model_total < need:
+        verdict = "calibrated"
+        text = (f"the log shows the failed step needed at least {need} GiB ({in_use} GiB in use + the request), "
+                f"more than the model-based {model_total} GiB: the gap ({round(need - model_total, 2)} GiB) is memory "
+                "the formulas do not see (other processes, caching allocator, buffers); totals are scaled to it")
+    elif low is not None and high is not None and low <= need <= high:
+        verdict = "within range"
+        text = f"what the failed step needed ({need} GiB) lies within the estimate's range {low}-{high} GiB"
+    else:
+        verdict = "consistent"
+        text = (f"the estimate ({model_total} GiB) is at or above what the failed step needed "
+                f"({need} GiB, a lower bound: the step would have taken more)")
+    return {"observed_need_gib": need, "in_use_gib": in_use, "model_total_gib": model_total,
+            "capacity_gib": capacity, "verdict": verdict, "text": text}
+
+
 def estimate(command: str | None, configs: dict | None, facts: dict | None, *, oom: dict | None = None,
              world_size: int | None = None, overrides: dict | None = None,
-             capacity_gib: float | None = None) -> dict | None:
+             capacity_gib: float | None = None, frames: list[str] | None = None, evidence: str = "") -> dict | None:
     """The estimate dict (see module docstring), or None without a model name or config.json.
 
     oom: the collector's OOM dict (its capacity_mib is the GPU size); capacity_gib overrides it;
-    overrides: Setup fields to change before estimating (e.g. {"batch": 2})."""
+    overrides: Setup fields to change before estimating (e.g. {"batch": 2});
+    frames / evidence: the traceback's files and log text, to infer the attention kernel and versions."""
     try:
-        setup = read_setup(command, configs or {}, facts or {}, world_size)
+        setup = read_setup(command, configs or {}, facts or {}, world_size, frames=frames, evidence=evidence)
     except Exception:  # an estimate is a bonus; odd input must never break a diagnosis
         return None
     if setup is None:
@@ -216,24 +261,42 @@ def estimate(command: str | None, configs: dict | None, facts: dict | None, *, o
             f"every total is scaled by {factor}, assuming the unexplained memory grows with the rest")
     if overrides:
         setup = replace(setup, **{k: v for k, v in overrides.items() if hasattr(setup, k)})
+        setup.unknown = [u for u in setup.unknown if UNKNOWN_RANGES[u][0] not in overrides]
 
     def judged(one: Setup) -> tuple[dict, float, float, bool | None]:
         parts, raw = _total(components(one))
         total = round(raw * factor, 2)
         return parts, raw, total, (None if capacity is None else total <= capacity)
 
+    def spread(one: Setup) -> list[float] | None:
+        if not one.unknown:
+            return None
+        low, high = _ends(one)
+        return sorted([judged(low)[2], judged(high)[2]])
+
     parts, raw, total, fits = judged(setup)
+    total_range = spread(setup)
+    if total_range and capacity is not None:  # unknown inputs: it fits only if the whole range does
+        fits = True if total_range[1] <= capacity else False if total_range[0] > capacity else None
     after = []
     for kind, variant in variants(setup):
         v_parts, v_raw, v_total, v_fits = judged(variant)
+        v_range = spread(variant)
+        if v_range and capacity is not None:
+            v_fits = True if v_range[1] <= capacity else False if v_range[0] > capacity else None
         after.append({"kind": kind, "total_gib": v_total, "model_total_gib": v_raw, "fits": v_fits,
-                      "components_gib": v_parts, "change": _change(setup, variant)})
+                      "range_gib": v_range, "components_gib": v_parts, "change": _change(setup, variant)})
     return {
         "model": setup.shape.name, "params": int(setup.shape.params), "params_source": setup.shape.source,
         "trainable_params": int(_trainable(setup)), "precision": setup.precision, "optimizer": setup.optimizer,
         "finetuning": setup.finetuning, "sharding": describe_sharding(setup), "world_size": setup.world,
         "batch": setup.batch, "seq_len": setup.seq, "gradient_checkpointing": setup.checkpointing,
-        "flash_attention": setup.flash, "components_gib": parts, "total_gib": total, "model_total_gib": raw,
+        "flash_attention": setup.flash, "attention": setup.attention, "attention_reason": setup.attention_reason,
+        "unknown_inputs": [{"input": UNKNOWN_RANGES[u][3], "range": list(UNKNOWN_RANGES[u][1:3])}
+                           for u in setup.unknown],
+        "range_gib": total_range,
+        "reconciliation": reconcile(raw, need, capacity, oom, *(total_range or (None, None))),
+        "components_gib": parts, "total_gib": total, "model_total_gib": raw,
         "calibration": {"observed_need_gib": need, "factor": factor} if factor > 1 else None, "capacity_gib": capacity,
         "fits": fits, "after_fixes": after,
         "fits_after": next((a["kind"] for a in after if a["fits"]), None),

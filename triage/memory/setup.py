@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..commandline import LaunchCommand, normalise_key, parse_command, world_size
+from .attention import infer_attention
 from .models import ModelShape, shape_from_config, shape_from_name
 
 MODEL_KEYS = ("model_name_or_path", "base_model", "model_name", "pretrained_model_name_or_path", "model_path", "model")
@@ -36,8 +37,11 @@ class Setup:
     batch: int = 8
     seq: int = 2048
     checkpointing: bool = False
-    flash: bool = False
+    flash: bool = False  # the a*s*s scores are not stored (flash-attention or SDPA)
+    attention: str = "unknown"  # flash | sdpa | eager | unknown (see attention.py)
+    attention_reason: str = ""
     assumptions: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # inputs neither given nor inferable: batch, seq, attention
 
 
 class _Settings:
@@ -83,7 +87,8 @@ def _find(configs: dict, test) -> dict | None:
     return next((c for c in (configs or {}).values() if isinstance(c, dict) and test(c)), None)
 
 
-def read_setup(command: str | None, configs: dict, facts: dict, world: int | None = None) -> Setup | None:
+def read_setup(command: str | None, configs: dict, facts: dict, world: int | None = None,
+               frames: list[str] | None = None, evidence: str = "") -> Setup | None:
     cmd = parse_command(command or "")
     settings = _Settings(cmd, configs, facts)
     model_name = settings.get(*MODEL_KEYS) or (facts or {}).get("model")
@@ -96,6 +101,7 @@ def read_setup(command: str | None, configs: dict, facts: dict, world: int | Non
     notes = setup.assumptions
     _read_precision(setup, settings, configs, cmd)
     _read_training(setup, settings, notes, configs)
+    _read_attention(setup, settings, frames, facts, evidence)
     accelerate = _find(configs, lambda c: "distributed_type" in c) or {}
     setup.world = world or world_size(cmd)[0] or _int(accelerate.get("num_processes")) or 1
     if not (world or world_size(cmd)[0] or _int(accelerate.get("num_processes"))):
@@ -140,6 +146,7 @@ def _read_training(setup: Setup, settings: _Settings, notes: list[str], configs:
     batch = _int(settings.get(*BATCH_KEYS)) or _int(ds.get("train_micro_batch_size_per_gpu"))
     if batch is None:
         notes.append("per-device batch not given: HF TrainingArguments default 8")
+        setup.unknown.append("batch")
     setup.batch = batch or 8
     seq = _int(settings.get(*SEQ_KEYS))
     source, target = _int(settings.get("max_source_length", "max_src_len")), _int(settings.get("max_target_length"))
@@ -147,12 +154,23 @@ def _read_training(setup: Setup, settings: _Settings, notes: list[str], configs:
         seq = source + (target or 0)
     if seq is None:
         notes.append("sequence length not given: 2048 tokens assumed")
+        setup.unknown.append("seq")
     setup.seq = seq or 2048
     setup.checkpointing = settings.on("gradient_checkpointing", "use_gradient_checkpointing")
-    attn = str(settings.get("attn_implementation", "flash_attn", "flash_attention", "use_flash_attn") or "").lower()
-    setup.flash = attn in TRUE and attn not in ("", "eager", "disabled", "false")
-    if not attn:
-        notes.append("attention implementation not given: eager attention (stores the s x s scores)")
+
+
+def _read_attention(setup: Setup, settings: _Settings, frames, facts, evidence: str) -> None:
+    setting = settings.get("attn_implementation", "flash_attn", "flash_attention", "use_flash_attn",
+                           "sdp_attention", "attn_impl")
+    setup.attention, setup.attention_reason = infer_attention(setting, frames, facts, evidence)
+    if setup.attention == "unknown":
+        setup.unknown.append("attention")
+        setup.flash = True  # current transformers default to SDPA; the range shows eager as the upper end
+        setup.assumptions.append("attention kernel unknown: SDPA assumed (the default of current transformers); "
+                                 "eager attention, which stores the a x s x s scores, is the upper end of the range")
+    else:
+        setup.flash = setup.attention in ("flash", "sdpa")
+        setup.assumptions.append(f"attention: {setup.attention} ({setup.attention_reason})")
 
 
 def _read_sharding(setup: Setup, settings: _Settings, configs: dict, cmd: LaunchCommand) -> None:

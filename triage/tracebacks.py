@@ -11,6 +11,11 @@ from triage.decorations import core
 
 HEADER = "Traceback (most recent call last)"
 _FRAME = re.compile(r'File "([^"]{1,500})", line (\d+)(?:, in ([^\s│]{1,200}))?')
+# IPython / Jupyter: "File ~/x/trainer.py:1539, in Trainer.train(self, ...)", "Cell In[7], line 12",
+# and the older "/x/trainer.py in train(self, ...)"
+_IPY_FRAME = re.compile(r"^\s*File (\S{1,500}?\.pyx?):(\d+), in ([\w.<>]{1,200})")
+_IPY_CELL = re.compile(r"^\s*Cell In ?\[(\d+)\], line (\d+)")
+_IPY_OLD = re.compile(r"^\s*(\S{1,500}\.pyx?) in ([\w.<>]{1,200})\(")
 _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,200}))?")
 _EXC = re.compile(
     r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
@@ -92,6 +97,16 @@ def parse_frame(text: str) -> dict | None:
     match = _RICH_FRAME.search(text)
     if match:
         return {"file": match.group(1), "line": int(match.group(2)), "function": match.group(3) or "?"}
+    if "File " in text or "Cell In" in text or ".py in " in text:
+        match = _IPY_FRAME.match(text)
+        if match:
+            return {"file": match.group(1), "line": int(match.group(2)), "function": match.group(3)}
+        match = _IPY_CELL.match(text)
+        if match:
+            return {"file": f"<cell {match.group(1)}>", "line": int(match.group(2)), "function": "<module>"}
+        match = _IPY_OLD.match(text)
+        if match:
+            return {"file": match.group(1), "line": 0, "function": match.group(2)}
     return None
 
 

@@ -92,3 +92,20 @@ def test_a_kernel_assertion_takes_the_bare_exception_that_surfaced_it(tmp_path):
     result = diagnose([log]).to_dict()
     assert result["category"] == "cuda_error"
     assert result["failing_rank"] == 2
+
+
+def test_notebook_tracebacks_keep_their_frames(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "KeyError                                  Traceback (most recent call last)\n"
+        "Cell In[7], line 12\n"
+        "---> 12 trainer.train()\n"
+        "\n"
+        "File ~/env/lib/python3.10/site-packages/datasets/formatting/formatting.py:280, in LazyDict.__getitem__(self, key)\n"
+        "--> 280     value = self.data[key]\n"
+        "\n"
+        "KeyError: 'messages'\n"
+    )
+    root = diagnose([log]).to_dict()["root_cause"]
+    assert root["exception"] == "KeyError"
+    assert [frame["line"] for frame in root["frames"]] == [12, 280]

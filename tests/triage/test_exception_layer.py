@@ -109,3 +109,25 @@ def test_notebook_tracebacks_keep_their_frames(tmp_path):
     root = diagnose([log]).to_dict()["root_cause"]
     assert root["exception"] == "KeyError"
     assert [frame["line"] for frame in root["frames"]] == [12, 280]
+
+
+def test_a_library_calling_the_scripts_override_with_a_new_signature_is_a_version_change():
+    frames = [
+        {"file": "/home/me/train.py", "line": 80, "function": "main"},
+        {"file": "/venv/lib/python3.11/site-packages/transformers/trainer.py", "line": 3600, "function": "training_step"},
+        {"file": "/home/me/train.py", "line": 40, "function": "compute_loss"},
+    ]
+    message = "compute_loss() got an unexpected keyword argument 'num_items_in_batch'"
+    assert exceptions.explain("TypeError", message, frames)[0] == "version_mismatch"
+    own = [{"file": "/home/me/train.py", "line": 80, "function": "main"},
+           {"file": "/home/me/train.py", "line": 40, "function": "helper"}]
+    assert exceptions.explain("TypeError", "helper() missing 1 required positional argument: 'x'", own)[0] == "code_bug"
+
+
+def test_an_attribute_error_raised_by_getattr_belongs_to_the_caller():
+    frames = [
+        {"file": "/home/me/train_ddp.py", "line": 131, "function": "evaluate"},
+        {"file": "/venv/lib/python3.10/site-packages/torch/nn/modules/module.py", "line": 1931, "function": "__getattr__"},
+    ]
+    found = exceptions.explain("AttributeError", "'DistributedDataParallel' object has no attribute 'generate'", frames)
+    assert found[0] == "code_bug"

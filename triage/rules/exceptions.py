@@ -51,6 +51,7 @@ _CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "Syst
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
 WEIGHT = 0.3
+_ON_BEHALF = {"__getattr__", "__getattribute__", "__getitem__", "_raise_attribute_error"}
 _SOFT_KEYWORDS = {"data_schema", "data_corrupt", "data_pipeline", "config_invalid", "version_mismatch", "model_load"}
 
 # (category, fix kinds, weight, message pattern): the first that matches the message wins.
@@ -143,6 +144,10 @@ def explain(
     if not exception or exception in _CASCADE:
         return None
     message = message or ""
+    # Python's attribute machinery raises on behalf of the caller: `obj.generate` on a DDP wrapper
+    # fails in torch's Module.__getattr__, but the bug is the line that asked for it
+    while frames and frames[-1].get("function", "").rsplit(".", 1)[-1] in _ON_BEHALF:
+        frames = frames[:-1]
     user_frames = [frame for frame in frames if not _SITE.search(frame.get("file", ""))]
     raised_in_user_code = bool(frames) and frames[-1] in user_frames
     in_data = any(
@@ -161,6 +166,9 @@ def explain(
         raised_in_user_code or not frames
     ):
         return "code_bug", ["fix_code"], 0.45, f"the exception class {exception} in the script's own code"
+    signature = _signature_change(exception, message, frames)
+    if signature is not None:
+        return signature
     if exception == "KeyError" and in_data:
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
@@ -191,6 +199,29 @@ def explain(
     if exception == "ValueError" and raised_in_user_code:
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
+    return None
+
+
+_SIGNATURE = re.compile(
+    r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
+    r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
+)
+_LIBRARY_ATTRIBUTE = re.compile(r"^'(?!NoneType|str|int|float|list|dict|tuple)[A-Z]\w+' object has no attribute")
+
+
+def _signature_change(exception: str, message: str, frames: list[dict]):
+    """A call across the boundary between two versions: a library's trainer calling the user's override
+    with a new signature, or library code calling another library with an argument it does not know."""
+    if not frames:
+        return None
+    last_two = frames[-2:]
+    library = [frame for frame in last_two if _SITE.search(frame.get("file", ""))]
+    if exception == "TypeError" and _SIGNATURE.search(message) and library:
+        return ("version_mismatch", ["pin_versions", "fix_code"], 0.45,
+                "a call between library code and the script with a signature one side does not have")
+    if exception == "AttributeError" and _LIBRARY_ATTRIBUTE.search(message) and _SITE.search(frames[-1].get("file", "")):
+        return ("version_mismatch", ["pin_versions"], 0.4,
+                "a library object lacking an attribute another library expects")
     return None
 
 

@@ -6,6 +6,17 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "code.collective_mismatch",
+        "code_bug",
+        ROOT,
+        ["mismatch between collectives", "Tensors must be CUDA and dense", "Tensors must be contiguous"],
+        r"Detected mismatch between collectives on ranks|Tensors must be CUDA and dense|Tensors must be contiguous",
+        ["fix_code"],
+        0.8,
+        "the ranks did not call the same collective with the same kind of tensor (a rank-dependent branch, "
+        "or a CPU / non-contiguous tensor handed to the backend)",
+    ),
+    rule(
         "config.devices_spread",
         "config_invalid",
         ROOT,

@@ -6,6 +6,39 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.no_process_group",
+        "config_invalid",
+        ROOT,
+        ["process group has not been initialized", "init_process_group"],
+        r"[Dd]efault process group has not been initialized|call init_process_group",
+        ["fix_config", "fix_code"],
+        0.8,
+        "a distributed call ran before the process group existed: the script was started without a "
+        "distributed launcher (torchrun / accelerate launch) or never called init_process_group",
+    ),
+    rule(
+        "config.no_gpu_visible",
+        "config_invalid",
+        ROOT,
+        ["no GPUs found", "No CUDA GPUs are available", "Found no NVIDIA driver", "no CUDA-capable device"],
+        r"ProcessGroupNCCL is only supported with GPUs, no GPUs found|No CUDA GPUs are available|"
+        r"Found no NVIDIA driver on your system|no CUDA-capable device is detected",
+        ["fix_config"],
+        0.8,
+        "the process sees no GPU (CUDA_VISIBLE_DEVICES, the container's --gpus, or the scheduler's GPU request)",
+    ),
+    rule(
+        "config.flash_attention_arch",
+        "config_invalid",
+        ROOT,
+        ["FlashAttention only supports", "is_sm80", "is_sm8x", "requires Ampere"],
+        r"FlashAttention only supports (?:Ampere|Turing)|Expected (?:is_sm80|is_sm8x|is_sm90)|"
+        r"(?:flash.?attn|Flash ?Attention).{0,60}requires? (?:an )?Ampere",
+        ["fix_config"],
+        0.85,
+        "flash attention was asked for on a GPU generation it does not support: use sdpa/eager attention",
+    ),
+    rule(
         "config.ddp_ready_twice",
         "config_invalid",
         ROOT,

@@ -43,8 +43,6 @@ _DATA_CORRUPT = {
     "DatasetGenerationError",
     "ArrowTypeError",
     "EmptyDataError",
-    "BadZipFile",
-    "UnpicklingError",
 }
 _VERSION = {"ImportError", "ModuleNotFoundError"}
 _CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError"}

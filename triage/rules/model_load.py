@@ -83,8 +83,10 @@ RULES = [
         "model_load.corrupt_checkpoint",
         "model_load",
         ROOT,
-        ["SafetensorError", "PytorchStreamReader failed", "UnpicklingError", "invalid load key"],
-        r"SafetensorError|PytorchStreamReader failed reading|UnpicklingError|invalid load key",
+        ["SafetensorError", "PytorchStreamReader failed", "UnpicklingError", "invalid load key", "HeaderTooLarge",
+         "deserializing header", "failed finding central directory"],
+        r"SafetensorError|PytorchStreamReader failed reading|UnpicklingError|invalid load key|HeaderTooLarge|"
+        r"Error while deserializing header|failed finding central directory",
         ["fix_path", "pin_versions"],
         0.85,
         "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",

@@ -19,6 +19,17 @@ def _flags(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "versions.missing_library",
+        "version_mismatch",
+        ROOT,
+        ["library but it was not found", "requires the", "pip install"],
+        r"requires the [\w\-. ]{1,60} librar(?:y|ies) but (?:it was|they were) not found|"
+        r"(?:[Pp]lease|[Yy]ou need to|[Yy]ou must) (?:run )?`?pip install",
+        ["pin_versions"],
+        0.7,
+        "a package the code needs is not installed in this environment",
+    ),
+    rule(
         "versions.unknown_template",
         "version_mismatch",
         ROOT,

@@ -1,0 +1,53 @@
+"""Rules added for families seen across public threads: each recognises its form and leaves a near miss alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage import diagnose
+
+CASES = [
+    ("[rank2]: RuntimeError: Expected to mark a variable ready only once. This error is caused by ...",
+     "config.ddp_ready_twice", "config_invalid"),
+    ("Error while creating shared memory segment /dev/shm/nccl-a1b2c3 (size 9637888), error: No space left on device (28)",
+     "nccl.shm_segment", "nccl_error"),
+    ("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!",
+     "config.devices_spread", "config_invalid"),
+    ("ValueError: Template qwen9 does not exist.", "versions.unknown_template", "version_mismatch"),
+    ("ValueError: File data/my_setx.json not found.", "data.file_not_found", "data_pipeline"),
+    ("RuntimeError: Cannot find valid samples, check the data format.", "data.no_valid_samples", "data_schema"),
+    ("ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+     "config.no_process_group", "config_invalid"),
+    ("RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", "config.no_gpu_visible", "config_invalid"),
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "config.flash_attention_arch", "config_invalid"),
+    ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: ALLREDUCE",
+     "code.collective_mismatch", "code_bug"),
+    ("ImportError: LlamaTokenizer requires the protobuf library but it was not found in your environment.",
+     "versions.missing_library", "version_mismatch"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+     "model_load.corrupt_checkpoint", "model_load"),
+    ("RuntimeError: Error(s) in loading state_dict for PeftModel: size mismatch for base_model.layers.0.lora_A.weight",
+     "model_load.state_dict", "model_load"),
+]
+NEAR_MISSES = [
+    "INFO: all tensors are on the same device cuda:0",
+    "Loading template qwen2 from the registry",
+    "creating shared memory pool for the dataloader",
+    "the process group was initialized with backend nccl",
+]
+
+
+@pytest.mark.parametrize("line, rule_id, category", CASES, ids=[case[1] for case in CASES])
+def test_the_rule_recognises_its_form(tmp_path, line, rule_id, category):
+    log = tmp_path / "log.txt"
+    log.write_text(line + "\n")
+    result = diagnose([log])
+    assert (result.rule_id, result.category) == (rule_id, category)
+    assert result.fixes
+
+
+@pytest.mark.parametrize("line", NEAR_MISSES)
+def test_a_near_miss_stays_unknown(tmp_path, line):
+    log = tmp_path / "log.txt"
+    log.write_text(line + "\n")
+    assert diagnose([log]).category == "unknown"

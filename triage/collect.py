@@ -47,6 +47,7 @@ _LAUNCHER_LINE = re.compile(
     r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"
     r"ChildFailedError|Sending process|Main process received"
 )
+_SPAWNED = re.compile(r"^-- Process (\d{1,6}) terminated with the following error")
 _STEP = re.compile(r"(\d+)/(\d+) \[")
 _PHASE_LOADING = re.compile(r"Loading checkpoint shards|Loading model|from_pretrained|Loading weights", re.I)
 _PHASE_DATA = re.compile(
@@ -70,6 +71,7 @@ class Collector:
         self.rules = rules.registry()
         self.pending_message = None
         self._in_error_file = False
+        self._spawn_rank: dict[str, int] = {}
         literal_list = (
             list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
         )
@@ -174,7 +176,15 @@ class Collector:
             if inner.rank is not None:
                 prefixed, core = inner, decorations.core(inner.text)
                 out.prefix_styles.add(inner.style)
+        if prefixed.rank is None and rank_hint is None and "terminated with the following" in core:
+            # torch.multiprocessing.spawn re-raises a child's traceback under "-- Process N terminated ...":
+            # the process index is the rank for what follows
+            spawned = _SPAWNED.search(core)
+            if spawned:
+                self._spawn_rank[source] = int(spawned.group(1))
         rank = prefixed.rank if prefixed.rank is not None else rank_hint
+        if rank is None:
+            rank = self._spawn_rank.get(source)
         out.seq += 1
         # an error.json repeats what the rank's own log says; cite the log when both have it
         seq = out.seq + (10**9 if self._in_error_file else 0)

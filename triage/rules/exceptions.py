@@ -169,6 +169,8 @@ def explain(
         return signature
     if exception == "KeyError" and in_data:
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"
+    if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError") and _loads_checkpoint(message, frames):
+        return "model_load", ["fix_path"], 0.5, f"a {exception} while loading a model or checkpoint"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
     if exception == "PermissionError":
@@ -221,6 +223,18 @@ def _signature_change(exception: str, message: str, frames: list[dict]):
         return ("version_mismatch", ["pin_versions"], 0.4,
                 "a library object lacking an attribute another library expects")
     return None
+
+
+_CHECKPOINT_FRAMES = re.compile(r"serialization\.py|load_state_dict|from_pretrained|modeling_utils|load_checkpoint|"
+                                r"safetensors|torch\.load|_load_from", re.I)
+_CHECKPOINT_FILES = re.compile(r"\.(?:pt|pth|bin|ckpt|safetensors)\b|checkpoint|config\.json|adapter_", re.I)
+
+
+def _loads_checkpoint(message: str, frames: list[dict]) -> bool:
+    if _CHECKPOINT_FILES.search(message):
+        return True
+    return any(_CHECKPOINT_FRAMES.search(frame.get("file", "") + " " + frame.get("function", ""))
+               for frame in frames[-4:])
 
 
 def _by_keywords(message: str):

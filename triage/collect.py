@@ -207,7 +207,7 @@ class Collector:
         assembler = assemblers.get(rank)
         if assembler is None:
             assembler = assemblers[rank] = TracebackAssembler(source, rank, out.tracebacks)
-        if self._continue_message(source, rank, core):
+        if self._continue_message(source, rank, body):
             return 0
         finished_before = len(out.tracebacks)
         was_open = assembler.open

@@ -122,6 +122,7 @@ def candidates(collected: Collected) -> list[Candidate]:
         if candidate.traceback is not None and id(candidate.traceback) in handled:
             # the process printed this exception and went on to fail differently later: it was caught
             candidate.weight *= 0.3
+    _demote_wrappers(out)
     for candidate in out:
         same = [
             hit
@@ -175,6 +176,32 @@ def _bare_candidates(collected: Collected, hit_lines: set) -> list[Candidate]:
             )
         )
     return out
+
+
+WRAPPER_FACTOR = 0.5  # an exception raised "from" a recognised cause reports it again, in more general words
+STRONG_CAUSE = 0.7
+
+
+def _demote_wrappers(out: list[Candidate]) -> None:
+    """`raise DatasetGenerationError(...) from e`: the chain's earlier exception is the cause. When a
+    specific rule recognised that earlier exception, a candidate on a later link of the same chain is
+    the wrapper's restatement and yields to it (a weak, generic origin such as a bare KeyError does not
+    hold the outer, more informative exception back)."""
+    by_tb = {}
+    for candidate in out:
+        if candidate.traceback is not None and candidate.hit is not None:
+            by_tb.setdefault(id(candidate.traceback), []).append(candidate)
+    for candidate in out:
+        tb = candidate.traceback
+        if tb is None:
+            continue
+        link, hops = tb, 0
+        while link.previous is not None and link.chained_to_previous and hops < 20:
+            link, hops = link.previous, hops + 1
+            causes = by_tb.get(id(link), [])
+            if any(cause.weight >= STRONG_CAUSE and cause.category != candidate.category for cause in causes):
+                candidate.weight *= WRAPPER_FACTOR
+                break
 
 
 _HANDLED_PROBES = {
@@ -306,6 +333,10 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         return Verdict(None, _rank_without_verdict(collected), None, None, None, "no failure signature found")
     pool.sort(key=_order)
     winner = pool[0]
+    if winner.category == "nccl_timeout":
+        cause = _exception_behind_timeout(collected, pool)
+        if cause is not None:
+            winner = cause
     # prefer the earliest instance of the winning signature: the first rank that hit it
     same = [item for item in pool if item.rule_id == winner.rule_id and item.weight >= winner.weight - 0.06]
     same.sort(key=lambda item: (item.t if item.t is not None else float("inf"), item.seq))
@@ -498,6 +529,33 @@ def first_failing_rank(
     return (
         (own[0], "the rank that printed the root error") if own else (None, "the logs do not say which rank")
     )
+
+
+_COMMS = {"nccl_timeout", "nccl_error", "rendezvous"}
+_TIMEOUT_WORDS = ("timeout", "timed out", "Timeout", "Watchdog", "watchdog")
+
+
+def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Candidate | None:
+    """A collective times out because some rank stopped calling it. When a rank raised an exception of
+    its own (not a communication error, not a wrapper, not itself about the timeout), that exception is
+    why the others waited: it is the root, and the timeouts are its cascade."""
+    reporters = {item.rank for item in pool if item.category == "nccl_timeout"}
+    causes = [
+        item
+        for item in pool
+        if item.category not in _COMMS
+        and item.traceback is not None
+        and item.traceback.exception
+        and item.traceback.exception not in _WRAPPERS
+        and item.traceback.exception not in exceptions.CASCADE_EXCEPTIONS
+        and not any(word in (item.traceback.message or "") for word in _TIMEOUT_WORDS)
+        and item.weight >= 0.2
+        and (item.rank is None or item.rank not in reporters)
+    ]
+    if not causes:
+        return None
+    causes.sort(key=_order)
+    return causes[0]
 
 
 def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:

@@ -6,6 +6,17 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "code.unpicklable",
+        "code_bug",
+        ROOT,
+        ["Can't pickle", "can't pickle", "cannot pickle"],
+        r"[Cc]an't pickle (?:local object|<|[\w.]+ objects?)|cannot pickle '[\w.]+' object",
+        ["fix_code", "reduce_dataloader_workers"],
+        0.8,
+        "an object handed to a worker process cannot be pickled (a local function or lambda as collate_fn, "
+        "an open handle): define it at module level, or use no worker processes",
+    ),
+    rule(
         "code.collective_mismatch",
         "code_bug",
         ROOT,

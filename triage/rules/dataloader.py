@@ -39,13 +39,13 @@ RULES = [
     ),
     rule(
         "dataloader.worker_oom",
-        "host_oom",
+        "dataloader_worker",
         ROOT,
         ["is killed by signal: Killed"],
         r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? is killed by signal: Killed",
         ["reduce_dataloader_workers", "reduce_batch_size"],
         0.8,
-        "a DataLoader worker was killed by the OOM killer: host RAM ran out",
+        "a DataLoader worker was killed (SIGKILL, most often the host's OOM killer): fewer workers, smaller batches",
     ),
     rule(
         "dataloader.open_files",

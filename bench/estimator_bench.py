@@ -5,7 +5,9 @@ Two kinds of reference:
      venv, `.venv-runs`, made with `pip install torch==2.13.0 transformers peft`). Each configuration
      runs in a fresh subprocess: after the imports it resets the kernel's peak-RSS counter
      (`/proc/self/clear_refs` = 5), builds the model, trains two AdamW steps and reads the peak
-     (`VmHWM`); measured = peak - resident size before the model existed. Weights, gradients and
+     (`VmHWM`); measured = peak - resident size before the model existed. glibc runs with a fixed mmap
+     threshold (MALLOC_MMAP_THRESHOLD_=65536) so freed tensors leave the resident set, as on a GPU the
+     caching allocator's peak of allocated bytes would. Weights, gradients and
      optimizer states are also measured tensor by tensor. The estimator is asked about the same job
      through the command and config.json a user would upload; its CPU total leaves out the GPU-only
      terms (CUDA context, allocator fragmentation).
@@ -37,6 +39,10 @@ sys.path.insert(0, str(ROOT))
 GIB = 2**30
 GB = 1e9
 GOAL = 0.25
+# glibc keeps freed heap memory for reuse, so the resident peak would count memory no tensor holds any
+# more; a fixed mmap threshold makes every tensor of 64 KiB or more its own mapping, returned when freed,
+# so the resident peak follows the live bytes (what torch.cuda.max_memory_allocated reports on a GPU).
+MMAP_THRESHOLD = 65536
 
 SMALL = {"hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 4, "num_attention_heads": 8,
          "num_key_value_heads": 8, "vocab_size": 8000, "max_position_embeddings": 4096, "model_type": "llama",
@@ -210,9 +216,11 @@ def run_real(python: str, only: str | None, cache: Path | None) -> list[tuple[st
             measured = dict(saved[key])
         else:
             proc = subprocess.run([python, __file__, "--measure", json.dumps(spec)], capture_output=True, text=True,
-                                  timeout=900, env=dict(os.environ, OMP_NUM_THREADS="2"))
+                                  timeout=900, env=dict(os.environ, OMP_NUM_THREADS="2",
+                                                        MALLOC_MMAP_THRESHOLD_=str(MMAP_THRESHOLD)))
             if proc.returncode != 0:
-                print(f"  {name}: the run failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+                print(f"  {name}: the run failed (exit {proc.returncode}): "
+                      f"{proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
                 continue
             measured = json.loads(proc.stdout.strip().splitlines()[-1])
             saved[key] = measured

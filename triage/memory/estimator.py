@@ -99,14 +99,51 @@ def zero3_working_set(setup: Setup) -> float:
     return 2 * (setup.shape.params / setup.shape.layers) * 2
 
 
+def layer_elements(setup: Setup) -> tuple[float, float]:
+    """(tensors kept in the compute precision, tensors kept in fp32) per layer, in units of s*b*h elements.
+
+    GPT-style MLP (4h, GeLU): Korthikanti et al.'s 34 bytes in half precision = 17 elements.
+    Gated (SwiGLU) decoders, counted the same way for their own layer (HF Llama-style code):
+      2 RMSNorms (input, normalised)          4
+      q, k, v (k, v scaled by kv heads / heads) 1 + 2r;  RoPE-rotated q, k  1 + r
+      attention output, o_proj input          2
+      MLP: gate, up, SiLU(gate), product      4 x i/h (3 x i/h under LoRA: a frozen down_proj keeps no input)
+    Under autocast (HF --bf16/--fp16 with fp32 weights, no DeepSpeed/FSDP) the residual stream stays fp32:
+    the norms and the RoPE outputs are fp32 and SDPA casts q, k, v (1 + 2r more half tensors).
+    Pure half precision (DeepSpeed/FSDP bf16, or weights loaded in half) keeps two fp32 RMSNorm upcasts."""
+    shape = setup.shape
+    if not shape.gated:
+        return (17.0, 0.0) if setup.precision in HALF else (0.0, 17.0)
+    r, width = shape.kv_ratio, (shape.intermediate or 4 * shape.hidden) / shape.hidden
+    norms, rope, attention, mlp = 4.0, 1 + r, (1 + 2 * r) + 2, 4 * width
+    if setup.finetuning not in ("full", "freeze"):  # frozen down_proj: its input is not kept
+        mlp = 3 * width
+    if setup.precision not in HALF:
+        return 0.0, norms + rope + attention + mlp
+    if setup.sharding == "ddp" and setup.finetuning == "full" and not setup.half_weights:
+        return attention + mlp + (1 + 2 * r), norms + rope
+    return norms + rope + attention + mlp, 2.0
+
+
 def activations(setup: Setup) -> float:
+    """Bytes of activations kept for the backward pass (see layer_elements and the module docstring)."""
     s, b = setup.seq, setup.batch
     h, a, layers, vocab = setup.shape.hidden, setup.shape.heads, setup.shape.layers, setup.shape.vocab
-    per_layer = s * b * h * (34 + (0 if setup.flash else 5 * a * s / h))
-    if setup.precision not in HALF:
-        per_layer *= 2
-    body = (layers * 2 * s * b * h + per_layer) if setup.checkpointing else layers * per_layer
-    return body + s * b * vocab * 6
+    half = setup.precision in HALF
+    low, full = layer_elements(setup)
+    per_layer = s * b * h * (low * 2 + full * 4)
+    if not setup.flash:  # eager: scores and softmax output (a*s*s per sequence), Korthikanti's 5as/h term
+        per_layer += 5 * a * s * s * b * (1 if half else 2)
+    layer_input = s * b * h * (2 if half and not _autocast(setup) else 4)
+    body = (layers * layer_input + per_layer) if setup.checkpointing else layers * per_layer
+    # logits in the compute precision, their fp32 upcast for the loss, the saved log-softmax and its gradient
+    logits = s * b * vocab * ((2 + 4 + 4 + 4) if half else 12)
+    return body + logits
+
+
+def _autocast(setup: Setup) -> bool:
+    return setup.precision in HALF and setup.sharding == "ddp" and setup.finetuning == "full" \
+        and not setup.half_weights
 
 
 def _total(parts: dict[str, float]) -> tuple[dict[str, float], float]:

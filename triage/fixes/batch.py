@@ -6,6 +6,9 @@ and the product is unchanged: 8 x 4 x 8 = 4 x 8 x 8 = 256.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..commandline import parse_command
 from .common import (
     Edits,
     as_int,
@@ -15,6 +18,7 @@ from .common import (
     job_world_size,
     lookup,
     series_capacity_gib,
+    verify,
 )
 
 BATCH_KEYS = ("per_device_train_batch_size", "micro_batch_size", "per_gpu_train_batch_size",
@@ -103,6 +107,23 @@ def batch_change(ctx, kind: str) -> dict:
     if before and after:
         extra["estimate"] = {"total_gib": after["total_gib"], "fits": after["fits"],
                              "before_gib": before["total_gib"], "capacity_gib": after["capacity_gib"]}
-    return edits.fix(kind, title, why, notes=notes, cost="medium", **extra,
-                     global_batch={"before": [batch, accumulation, world], "after": [new_batch, new_accum, world],
-                                   "total": global_batch})
+    fix = edits.fix(kind, title, why, notes=notes, cost="medium", **extra,
+                    global_batch={"before": [batch, accumulation, world], "after": [new_batch, new_accum, world],
+                                  "total": global_batch})
+    kept = _global_batch_kept(ctx, fix, global_batch, world)
+    return verify(ctx, fix, [kept]) if kept else fix
+
+
+def _global_batch_kept(ctx, fix: dict, global_batch: int, world: int) -> str | None:
+    """A problem when the corrected command (and config patch) no longer multiply to the same global batch."""
+    if not fix.get("command"):
+        return None
+    cmd = parse_command(fix["command"])
+    patched = {k: v for patch in (fix.get("config_patch") or {}).values() for k, v in patch.items()}
+    corrected = replace(ctx, command=fix["command"],
+                        configs={**(ctx.configs or {}), **(fix.get("config") or {})})
+    batch = as_int(lookup(corrected, cmd, BATCH_KEYS)[0]) or as_int(str(patched.get("train_micro_batch_size_per_gpu")))
+    accumulation = as_int(lookup(corrected, cmd, ACCUM_KEYS)[0]) or 1
+    if batch is None or batch * accumulation * world == global_batch:
+        return None
+    return f"global batch not kept: {batch} x {accumulation} x {world} != {global_batch}"

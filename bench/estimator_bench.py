@@ -20,6 +20,8 @@ Two kinds of reference:
        layer) on 1 node x 2 GPUs: 23.58 GB per GPU without offload, 2.84 GB with the optimizer offloaded.
      - Model cards: Llama-2-7B (6.74B params) fp16 weights 13.5 GB; Mistral-7B (7.24B) bf16 weights 14.5 GB.
      These are model-state figures, so the estimator's model states are compared (no activations).
+  3. Real FSDP2 runs (`fully_shard` per decoder layer and the root) over 2 CPU processes (gloo): the
+     peak of the worst rank, counted from the sharded model on (a GPU job loads its model sharded).
 
 Usage: .venv/bin/python bench/estimator_bench.py [--runs-python .venv-runs/bin/python] [--only NAME]
 Goal (issue 10): within 25% of the reference on at least 12 configurations, LoRA and ZeRO-3/FSDP included.
@@ -62,6 +64,11 @@ REAL = [
     ("LoRA r8 fp32 sdpa b4 s512", SMALL, 4, 512, "sdpa", False, 8, "fp32"),
     ("LoRA r16 fp32 eager b4 s1024", SMALL, 4, 1024, "eager", False, 16, "fp32"),
     ("LoRA r8 fp32 sdpa b8 s512 +ckpt wider", WIDER, 8, 512, "sdpa", True, 8, "fp32"),
+]
+# FSDP2 (fully_shard per decoder layer and the root) over 2 CPU processes with gloo: name, config, batch, seq, world
+FSDP = [
+    ("FSDP full_shard x2 fp32 sdpa b4 s512", SMALL, 4, 512, 2),
+    ("FSDP full_shard x2 fp32 sdpa b8 s512 wider", WIDER, 8, 512, 2),
 ]
 
 
@@ -117,9 +124,65 @@ def measure(spec: dict) -> dict:
             "transformers": transformers.__version__}
 
 
+def _fsdp_rank(rank: int, spec: dict, port: int, out) -> None:
+    import gc
+
+    import torch
+    import torch.distributed as dist
+    import transformers
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=spec["fsdp"])
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    mesh = init_device_mesh("cpu", (spec["fsdp"],))
+    config = transformers.LlamaConfig(**{k: v for k, v in spec["config"].items() if k != "model_type"})
+    ids = torch.randint(0, config.vocab_size, (spec["batch"], spec["seq"]))
+    base = _rss_kib("VmRSS")
+    model = transformers.LlamaForCausalLM._from_config(config, attn_implementation=spec["attention"])
+    for layer in model.model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    gc.collect()
+    # the unsharded model existed only while building: a GPU job loads it sharded, so the peak starts here
+    Path("/proc/self/clear_refs").write_text("5")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for _ in range(2):
+        model(input_ids=ids, labels=ids).loss.backward()
+        grads = sum(p.grad.to_local().numel() * 4 for p in model.parameters() if p.grad is not None)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    peak = _rss_kib("VmHWM")
+    weights = sum(p.to_local().numel() * p.element_size() for p in model.parameters())
+    states = sum(t.to_local().numel() * t.element_size() if hasattr(t, "to_local") else t.numel() * t.element_size()
+                 for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0)
+    out.put({"rank": rank, "peak_bytes": (peak - base) * 1024, "weights": weights, "gradients": grads,
+             "optimizer": states, "torch": torch.__version__, "transformers": transformers.__version__})
+    dist.destroy_process_group()
+
+
+def measure_fsdp(spec: dict) -> dict:
+    import torch.multiprocessing as mp
+
+    context = mp.get_context("spawn")
+    out = context.Queue()
+    port = 29500 + os.getpid() % 2000
+    procs = [context.Process(target=_fsdp_rank, args=(rank, spec, port, out)) for rank in range(spec["fsdp"])]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=900) for _ in procs]
+    for proc in procs:
+        proc.join()
+    worst = max(results, key=lambda r: r["peak_bytes"])  # the rank that would run out first
+    return dict(worst, params=0, trainable=0)
+
+
 # ---------------------------------------------------------------- the estimating side (the project)
-def command_for(name, config, batch, seq, attention, checkpointing, lora, precision) -> str:
-    parts = ["python train.py --model_name_or_path ./tiny-llama", f"--per_device_train_batch_size {batch}",
+def command_for(name, config, batch, seq, attention, checkpointing, lora, precision, fsdp=0) -> str:
+    launcher = f"torchrun --nproc_per_node {fsdp} train.py" if fsdp else "python train.py"
+    parts = [f"{launcher} --model_name_or_path ./tiny-llama", f"--per_device_train_batch_size {batch}",
              f"--model_max_length {seq}", f"--attn_implementation {attention}"]
     if checkpointing:
         parts.append("--gradient_checkpointing True")
@@ -127,15 +190,17 @@ def command_for(name, config, batch, seq, attention, checkpointing, lora, precis
         parts.append(f"--use_peft True --lora_r {lora}")
     if precision == "bf16":
         parts.append("--bf16 True")
+    if fsdp:
+        parts.append('--fsdp "full_shard auto_wrap"')
     return " ".join(parts)
 
 
-def estimate_cpu_bytes(command: str, config: dict) -> tuple[float, dict]:
+def estimate_cpu_bytes(command: str, config: dict, world: int = 1) -> tuple[float, dict]:
     """The estimator's per-device total for a CPU run: its components, without GPU-only overheads."""
     from triage.memory.estimator import components
     from triage.memory.setup import read_setup
 
-    setup = read_setup(command, {"config.json": config}, {}, 1)
+    setup = read_setup(command, {"config.json": config}, {}, world)
     parts = components(setup)
     return sum(parts.values()), parts
 
@@ -205,11 +270,15 @@ def run_real(python: str, only: str | None, cache: Path | None) -> list[tuple[st
     """Measure each configuration (or reuse a measurement from --cache, keyed by its spec)."""
     rows = []
     saved = json.loads(cache.read_text()) if cache and cache.exists() else {}
-    for name, config, batch, seq, attention, ckpt, lora, precision in REAL:
+    plans = [(*row, 0) for row in REAL] + [(name, config, batch, seq, "sdpa", False, 0, "fp32", world)
+                                           for name, config, batch, seq, world in FSDP]
+    for name, config, batch, seq, attention, ckpt, lora, precision, fsdp in plans:
         if only and only not in name:
             continue
         spec = {"config": config, "batch": batch, "seq": seq, "attention": attention, "checkpointing": ckpt,
                 "lora": lora, "precision": precision}
+        if fsdp:
+            spec["fsdp"] = fsdp
         key = json.dumps(spec, sort_keys=True)
         started = time.time()
         if key in saved:
@@ -227,7 +296,7 @@ def run_real(python: str, only: str | None, cache: Path | None) -> list[tuple[st
             if cache:
                 cache.write_text(json.dumps(saved, indent=1))
         estimated, parts = estimate_cpu_bytes(command_for(name, config, batch, seq, attention, ckpt, lora,
-                                                          precision), config)
+                                                          precision, fsdp), config, fsdp or 1)
         measured["seconds"] = round(time.time() - started, 1)
         measured["estimated_parts"] = parts
         rows.append((name, measured["peak_bytes"], estimated,
@@ -244,7 +313,8 @@ def main() -> int:
     parser.add_argument("--cache", help="reuse and store measurements in this JSON file (keyed by configuration)")
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(json.loads(args.measure))))
+        spec = json.loads(args.measure)
+        print(json.dumps(measure_fsdp(spec) if spec.get("fsdp") else measure(spec)))
         return 0
     rows: list[tuple] = []
     if Path(args.runs_python).exists():

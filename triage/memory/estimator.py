@@ -10,15 +10,19 @@ h hidden size, a attention heads, s sequence length, b per-device batch, V vocab
   optimizer   AdamW 8Ψt (fp32 m and v) + 4Ψt fp32 master copy under mixed precision;
               8-bit Adam 2Ψt (+4Ψt master); SGD momentum 4Ψt (+4Ψt); Adafactor ~0 (+4Ψt)
   sharding    ZeRO-1: optimizer/N; ZeRO-2 and FSDP SHARD_GRAD_OP: + gradients/N; ZeRO-3 and FSDP
-              FULL_SHARD: + weights/N plus two gathered layers (2 x 2Ψ/L); HYBRID_SHARD: N = GPUs per
-              node; CPU offload of the optimizer (or FSDP offload) moves it (and params) off the GPU
+              FULL_SHARD: + weights/N plus two gathered layers (2 x 2Ψ/L in half, 2 x 4Ψ/L in fp32);
+              HYBRID_SHARD: N = GPUs per node; CPU offload of the optimizer (ZeRO-Offload, FSDP offload)
+              moves it and the gradients (and, with param offload, the weights) off the GPU
   activations Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
               Models", eq. 1, no tensor/sequence parallelism), per layer in half precision:
-                s*b*h*(34 + 5*a*s/h) bytes; flash/SDPA attention does not store the a*s*s
-                scores: s*b*h*34; fp32 doubles it.
+                s*b*h*(34 + 5*a*s/h) bytes for GPT-style layers (4h GeLU MLP); gated (SwiGLU)
+                decoders are counted tensor by tensor the same way (layer_elements: norms, q/k/v,
+                RoPE, attention output, gate/up/SiLU/product of width i, fp32 where autocast keeps
+                the residual stream); flash/SDPA attention does not store the 5*a*s*s*b scores.
               all layers: L x per layer; with gradient checkpointing only each layer's input
-              is kept (L*2*s*b*h) plus one layer recomputed at a time (1 x per layer).
-              logits: s*b*V*6 bytes (half logits + the fp32 copy taken for the loss)
+              is kept (L x s*b*h) plus one layer recomputed at a time (1 x per layer).
+              logits: s*b*V*(2 + 4 + 4 + 4) bytes in half, 12 in fp32 (logits, the fp32 upcast for
+              the loss, the saved log-softmax and its gradient)
   overhead    0.75 GiB CUDA context/cuBLAS workspace + 10% of the rest for allocator fragmentation
   calibration when an OOM message is known and the total above is below what the failed step needed
               (capacity - free + tried), every total is scaled by need/total: the estimate must at least
@@ -43,10 +47,11 @@ FORMULAS = [
     "ZeRO-1 optimizer/N; ZeRO-2 (FSDP SHARD_GRAD_OP) also gradients/N; ZeRO-3 (FSDP FULL_SHARD) also weights/N "
     "+ 2 gathered layers; HYBRID_SHARD N = GPUs per node; CPU offload removes optimizer (and params) from the GPU",
     "activations per layer = s*b*h*(34 + 5*a*s/h) bytes in half precision (Korthikanti et al. 2022); "
-    "flash/SDPA attention: s*b*h*34; fp32 x2; all layers x L; the kernel is inferred from flags, frames and "
-    "versions, and an unknown one is shown as a range (SDPA .. eager)",
-    "gradient checkpointing: L*2*s*b*h (layer inputs) + one layer's activations",
-    "logits = s*b*V*6 bytes (half logits + fp32 copy for the loss)",
+    "gated (SwiGLU) decoders: s*b*h*(norms 4 + q,k,v 1+2r + RoPE 1+r + out 2 + MLP 4i/h) elements, fp32 where "
+    "autocast keeps the residual stream; flash/SDPA attention drops the 5*a*s*s*b scores; fp32 x2; all layers "
+    "x L; the kernel is inferred from flags, frames and versions, and an unknown one is shown as a range",
+    "gradient checkpointing: L*s*b*h (layer inputs) + one layer's activations",
+    "logits = s*b*V*14 bytes in half, 12 in fp32 (logits, fp32 upcast, saved log-softmax, its gradient)",
     f"overhead = {CONTEXT_GIB} GiB CUDA context + {int(FRAGMENTATION * 100)}% allocator fragmentation",
     "calibration: if the OOM shows more in use than estimated, totals x (capacity - free + requested) / estimate",
 ]
@@ -93,7 +98,8 @@ def components(setup: Setup) -> dict[str, float]:
 
 
 def zero3_working_set(setup: Setup) -> float:
-    """Bytes of the two layers ZeRO-3 / FULL_SHARD gathers at a time (the current one and the prefetched one)."""
+    """Bytes of the two layers ZeRO-3 / FULL_SHARD gathers at a time (the current one and the prefetched one),
+    in the precision the layers compute in."""
     if setup.sharding not in ("zero3", "fsdp_full_shard", "fsdp_hybrid_shard"):
         return 0.0
     return 2 * (setup.shape.params / setup.shape.layers) * 2

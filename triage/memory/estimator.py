@@ -138,13 +138,24 @@ def activations(setup: Setup) -> float:
     half = setup.precision in HALF
     low, full = layer_elements(setup)
     per_layer = s * b * h * (low * 2 + full * 4)
-    if not setup.flash:  # eager: scores and softmax output (a*s*s per sequence), Korthikanti's 5as/h term
-        per_layer += 5 * a * s * s * b * (1 if half else 2)
+    if not setup.flash:  # eager attention keeps a*s*s*b scores: Korthikanti's 5 bytes each in half
+        per_layer += a * s * s * b * score_bytes(setup)
     layer_input = s * b * h * (2 if half and not _autocast(setup) else 4)
     body = (layers * layer_input + per_layer) if setup.checkpointing else layers * per_layer
     # logits in the compute precision, their fp32 upcast for the loss, the saved log-softmax and its gradient
     logits = s * b * vocab * ((2 + 4 + 4 + 4) if half else 12)
     return body + logits
+
+
+def score_bytes(setup: Setup) -> float:
+    """Bytes kept per attention-score element by eager attention.
+    GPT-style (Korthikanti): softmax output 2 + dropout mask 1 + dropout output 2 = 5 in half, x2 in fp32.
+    HF gated decoders (no attention dropout; softmax taken in fp32): the fp32 softmax output kept by softmax
+    (4) plus its half-precision cast kept by the matmul with V (2) = 6 in half, 4 in fp32."""
+    half = setup.precision in HALF
+    if setup.shape.gated:
+        return 6.0 if half else 4.0
+    return 5.0 if half else 10.0
 
 
 def _autocast(setup: Setup) -> bool:

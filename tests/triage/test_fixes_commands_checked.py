@@ -47,7 +47,9 @@ def _command_files() -> list[Path]:
 
 def _problems(original: str, fix: dict, frames: list[str], configs=None, evidence: str = "",
               custom_flags: set[str] | None = None) -> dict[str, list[str]]:
-    found = {"unparsable": [], "set_twice": [], "foreign_diff": [], "unknown_flag": [], "unlisted": []}
+    found = {"unparsable": [], "set_twice": [], "foreign_diff": [], "unknown_flag": [], "unlisted": [], "withheld": []}
+    if (fix.get("check") or {}).get("passed") is False:  # a builder made a command its own check rejected
+        found["withheld"] += fix["check"]["problems"]
     command = fix.get("command")
     if not command:
         return found
@@ -74,7 +76,7 @@ def _total(counts: dict[str, list], found: dict[str, list], where: str) -> None:
 
 
 def test_every_engine_fix_over_every_fixture_with_a_command_passes_its_check():
-    counts = {k: [] for k in ("unparsable", "set_twice", "foreign_diff", "unknown_flag", "unlisted")}
+    counts = {k: [] for k in ("unparsable", "set_twice", "foreign_diff", "unknown_flag", "unlisted", "withheld")}
     commands = 0
     cases = _cases()
     assert len(cases) >= 40
@@ -92,7 +94,7 @@ def test_every_engine_fix_over_every_fixture_with_a_command_passes_its_check():
 @pytest.mark.parametrize("path", _command_files(), ids=lambda p: p.name)
 def test_every_builder_on_every_command_shape_passes_its_check(path):
     original = path.read_bytes().decode()
-    counts = {k: [] for k in ("unparsable", "set_twice", "foreign_diff", "unknown_flag", "unlisted")}
+    counts = {k: [] for k in ("unparsable", "set_twice", "foreign_diff", "unknown_flag", "unlisted", "withheld")}
     message = "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=12000)"
     for kind in BUILDERS:
         ctx = FixContext(category=CATEGORY_OF.get(kind, "unknown"), command=original, message=message,

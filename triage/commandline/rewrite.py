@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 
-from .parse import Flag, LaunchCommand, Script, normalise_key
+from .parse import LAUNCHER_SWITCHES, Flag, LaunchCommand, Script, normalise_key
 from .tokens import quote_like
 
 
@@ -141,9 +141,10 @@ class Rewrite:
 
     def _add_flag(self, key: str, value, where: str) -> None:
         name, inline = self._spell(normalise_key(key), where)
-        if isinstance(value, bool):
-            style = self.bool_style()
-            text = None if (style == "bare" and value) else _bool_text(value, style)
+        switch = where == "launcher" and normalise_key(key) in LAUNCHER_SWITCHES.get(self.cmd.launcher, ())
+        if isinstance(value, bool) or (switch and str(value).lower() == "true"):
+            style = "bare" if switch else self.bool_style()  # a launcher switch takes no value (--use_fsdp)
+            text = None if (style == "bare" and value) else _bool_text(bool(value), style)
         else:
             text = str(value)
         if where == "script" and self.key_value_style():

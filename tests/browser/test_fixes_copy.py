@@ -79,3 +79,25 @@ def test_copying_the_timeout_fix_of_a_custom_loop_uses_its_own_flag(browser_page
     body = page.content()
     assert "12 s -&gt; 3600 s" in body or "12 s → 3600 s" in body or "12 s -> 3600 s" in body
     assert page.js_errors == []
+
+
+def test_the_memory_curves_keep_their_axis_and_the_estimate_is_a_bar_chart(browser_page, alice, alpha, make_incident,
+                                                                             screenshots):
+    from tests.pages.factories import sample_diagnosis
+
+    incident = make_incident(alpha, diagnosis=sample_diagnosis(256, memory_points=50), job_id="oom-256")
+    page = browser_page
+    log_in(page, "alice")
+    page.goto(f"/incidents/{incident.pk}/")
+    page.wait_for_selector("#memory-chart .main-svg")
+    page.wait_for_selector("#memory-estimate-chart .main-svg")
+    # the curves' y-axis ends near the 81,559 MiB capacity, not at an estimate line far above it
+    top = page.evaluate("document.getElementById('memory-chart')._fullLayout.yaxis.range[1]")
+    assert 76_000 < top < 90_000
+    assert page.evaluate("document.getElementById('memory-chart')._fullLayout.xaxis.title.text") \
+        == "seconds since the first reading"
+    bars = page.evaluate("document.getElementById('memory-estimate-chart').data[0]")
+    assert bars["type"] == "bar" and bars["y"][:2] == [83.8, 58.2]
+    page.locator("#memory-h").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "incident-memory-charts.png"), full_page=True)
+    assert page.js_errors == []

@@ -17,6 +17,7 @@ only the tokens they touch (see rewrite.py). Parsing never raises.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -212,7 +213,9 @@ def _is_launch(cmd: LaunchCommand) -> bool:
             or bool(cmd.script_flags) or cmd.launcher == "shell")
 
 
+@functools.lru_cache(maxsize=64)
 def parse_script(text: str | None) -> Script:
+    """Parse once: the engine, the fix builders and the estimator share this (read-only) result."""
     line = tokenize(text or "")
     script = Script(line=line)
     for start, end in split_segments(line):

@@ -105,3 +105,12 @@ def test_world_size_a_launcher_default_yields_to_the_ranks_in_the_logs():
     stated = parse_command("torchrun --nproc_per_node 8 train.py")
     assert job_world(stated, 4)[0] == 8 and job_world(stated, 16)[0] == 16
     assert job_world(parse_command("deepspeed train.py"), None) == (None, "deepspeed uses every visible GPU (count unknown)")
+
+
+def test_without_a_launch_command_a_rewrite_only_reports_its_changes():
+    for text in ("export A=1\nexport B=2", "cd /x && echo hi", "--lr 1 \\\n --bs 2\n"):
+        rw = Rewrite(parse_command(text))
+        rw.set_env("NCCL_DEBUG", "INFO")
+        assert "NCCL_DEBUG" not in rw.render()
+        assert [c["env"] for c in rw.changes] == ["NCCL_DEBUG"]
+    assert parse_command("export A=1\nexport B=2").launcher == "unknown"

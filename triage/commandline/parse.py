@@ -200,7 +200,8 @@ class Script:
 
     @property
     def primary(self) -> LaunchCommand:
-        return self.launches[0] if self.launches else LaunchCommand(line=self.line, segment_end=len(self.line.tokens))
+        # no launching command: an empty one, so a rewrite only reports its changes
+        return self.launches[0] if self.launches else LaunchCommand(line=self.line, launcher="unknown")
 
 
 _NODE_LABEL = re.compile(r"#\s*(.*\S)")
@@ -237,8 +238,10 @@ def parse_script(text: str | None) -> Script:
     script.launches = [c for c in script.commands if _is_launch(c)]
     if script.launches and any(c.launcher != "shell" for c in script.launches):
         script.launches = [c for c in script.launches if c.launcher != "shell"]
-    if not script.launches and script.commands:  # a fragment: the longest command
-        script.launches = [max(script.commands, key=lambda c: c.segment_end - c.segment_start)]
+    candidates = [c for c in script.commands if (c.program is not None or c.script_flags)
+                  and os.path.basename(c.program or "") not in NOT_LAUNCHES]
+    if not script.launches and candidates:  # a fragment: the longest command that is not shell housekeeping
+        script.launches = [max(candidates, key=lambda c: c.segment_end - c.segment_start)]
     for cmd in script.launches:
         cmd.script_model = script
     return script

@@ -150,7 +150,7 @@ class Rewrite:
         if where == "script" and self.key_value_style():
             name, inline, text = normalise_key(key), True, text if text is not None else "true"
         piece = name if text is None else (f"{name}={quote_like(None, text)}" if inline else f"{name} {quote_like(None, text)}")
-        if not self.cmd.line.tokens:
+        if not self.cmd.line.tokens or self.cmd.segment_end <= self.cmd.segment_start:
             pass  # no command: the change is only reported
         elif where == "launcher" and self.cmd.script_index is not None:
             self.before[self.cmd.script_index] += piece + " "
@@ -205,10 +205,10 @@ class Rewrite:
                 continue  # the export above already reaches this command
             elif cmd.docker_index is not None:  # inside the container, not on the host
                 self.after[cmd.docker_index] += f" -e {name}={quote_like(None, value)}"
-            elif tokens:
+            elif tokens and cmd.segment_end > cmd.segment_start and cmd.program is not None:
                 self.before[cmd.segment_start] += f"{name}={quote_like(None, value)} "
             touched = True
-        if touched or not tokens:
+        if touched or not tokens or self.cmd.segment_end <= self.cmd.segment_start or self.cmd.program is None:
             change = {"where": "env", "env": name, "old": old, "new": value}
             if len(self.commands) > 1:
                 change["nodes"] = len(self.commands)

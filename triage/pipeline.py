@@ -151,8 +151,7 @@ def _build(
             evidence=[item.text for item in evidence],
             rule_id=rule_id,
             world_size=world_size,
-            frames=[f"{frame.get('file', '')} in {frame.get('function', '')}"
-                    for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
+            frames=_frame_names(collected),
             memory={"series": memory_result.get("series", []), "oom": memory_result.get("oom")},
             data_sample=data_sample,
             facts=facts,
@@ -174,8 +173,7 @@ def _build(
     try:
         estimate = memory_module.estimate(
             command, configs, facts, oom=memory_result.get("oom"), world_size=world_size,
-            frames=[f"{frame.get('file', '')} in {frame.get('function', '')}"
-                    for tb in collected.tracebacks[:50] for frame in tb.frames][:2000],
+            frames=_frame_names(collected),
             evidence=" ".join(item.text for item in evidence)[:20000],
         ) if _memory_matters(category, memory_result) else None
     except Exception:
@@ -217,6 +215,13 @@ def _build(
         else None,
         facts=facts,
     )
+
+
+def _frame_names(collected) -> list[str]:
+    """'file in function' of the logged tracebacks' frames: which script ran (HF Trainer or a custom loop)
+    and which attention kernel, for the fix builders and the memory estimate."""
+    return [f"{frame.get('file', '')} in {frame.get('function', '')}"
+            for tb in collected.tracebacks[:50] for frame in tb.frames][:2000]
 
 
 def _memory_matters(category: str, memory_result: dict) -> bool:

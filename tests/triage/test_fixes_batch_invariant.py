@@ -46,3 +46,19 @@ def test_it_keeps_the_global_batch_in_the_rewritten_command(batch, accumulation,
     if batch > 1:
         assert f"= {old_global}" in fix["notes"][0] and f"x {world} =" in fix["notes"][0]
         assert fix["global_batch"]["total"] == old_global
+
+
+def test_a_corrected_command_that_changes_the_global_batch_is_not_shown():
+    from triage.fixes.batch import _global_batch_kept
+    from triage.fixes.common import verify
+
+    original = "torchrun --nproc_per_node 4 train.py --per_device_train_batch_size 8 --gradient_accumulation_steps 2"
+    ctx = FixContext(category="gpu_oom", command=original)
+    wrong = {"command": original.replace("batch_size 8", "batch_size 4"), "diff": None,
+             "changes": [{"where": "script", "flag": "--per_device_train_batch_size", "old": "8", "new": "4"}]}
+    problem = _global_batch_kept(ctx, wrong, 8 * 2 * 4, 4)
+    assert problem == "global batch not kept: 4 x 2 x 4 != 64"
+    shown = verify(ctx, dict(wrong), [problem])
+    assert shown["command"] is None and shown["check"]["passed"] is False
+    right = dict(wrong, command=wrong["command"].replace("steps 2", "steps 4"))
+    assert _global_batch_kept(ctx, right, 64, 4) is None

@@ -18,21 +18,24 @@ def test_it_estimates_a_full_fine_tune_under_ddp_and_says_it_does_not_fit():
     # weights    2 x 6.74e9                      = 13.48e9 B  = 12.55 GiB
     # gradients  2 x 6.74e9                      = 13.48e9 B  = 12.55 GiB
     # optimizer  (8 + 4 master) x 6.74e9         = 80.88e9 B  = 75.33 GiB
-    # activations, checkpointing + flash attention, s = 2048, b = 4:
-    #   layer inputs  L*2*s*b*h = 32*2*2048*4*4096 = 2.147e9 B = 2.00 GiB
-    #   one layer     s*b*h*34  = 2048*4*4096*34   = 1.141e9 B = 1.0625 GiB
-    #   logits        s*b*V*6   = 2048*4*32000*6   = 1.573e9 B = 1.46 GiB   -> 4.53 GiB
-    # overhead   0.75 + 10% x 104.96             = 11.25 GiB
-    # total                                        116.21 GiB > 80
+    # activations, checkpointing + flash attention, s = 2048, b = 4, sbh = 33.55e6; gated MLP i = 11012
+    # (from P: ((P - 2Vh)/L - 4h^2) / 3h); --bf16 under DDP is autocast: the residual stream stays fp32
+    #   layer inputs  L*4*s*b*h                        = 4.295e9 B = 4.00 GiB
+    #   one layer     half: q,k,v 3 + out 2 + MLP 4i/h 10.754 + SDPA casts 3 = 18.754 x 2 B
+    #                 fp32: norms 4 + RoPE q,k 2 = 6 x 4 B  -> 61.51 B x sbh = 2.064e9 B = 1.92 GiB
+    #   logits        s*b*V*(2 + 4 + 4 + 4)            = 3.670e9 B = 3.42 GiB   -> 9.34 GiB
+    # overhead   0.75 + 10% x 109.77             = 11.73 GiB
+    # total                                        121.50 GiB > 80
     assert result["components_gib"] == {
-        "weights": 12.55, "gradients": 12.55, "optimizer": 75.33, "activations": 4.53, "overhead": 11.25,
+        "weights": 12.55, "gradients": 12.55, "optimizer": 75.33, "activations": 9.34, "overhead": 11.73,
     }
-    assert result["total_gib"] == pytest.approx(116.21, abs=0.02)
+    assert result["total_gib"] == pytest.approx(121.50, abs=0.02)
     assert result["fits"] is False and result["capacity_gib"] == 80
     assert result["params"] == 6_740_000_000 and result["sharding"] == "ddp"
-    # FSDP FULL_SHARD over 8: 12.55/8 + 2 gathered layers (4 x 6.74e9/32 B = 0.78) + 12.55/8 + 75.33/8 + 4.53
+    # FSDP FULL_SHARD over 8: 12.55/8 + 2 gathered layers (4 x 6.74e9/32 B = 0.78) + 12.55/8 + 75.33/8 + 7.03
+    # (activations in pure bf16 under FSDP: see the ZeRO-3 test)
     shard = next(a for a in result["after_fixes"] if a["kind"] == "shard_more")
-    assert shard["fits"] is True and shard["total_gib"] == pytest.approx(20.40, abs=0.02)
+    assert shard["fits"] is True and shard["total_gib"] == pytest.approx(23.15, abs=0.02)
     batch = next(a for a in result["after_fixes"] if a["kind"] == "reduce_batch_size")
     assert batch["fits"] is False  # activations are not the problem here
     assert result["fits_after"] == "shard_more"
@@ -43,12 +46,16 @@ def test_it_divides_everything_by_the_world_under_zero3():
     configs = {"ds_z3.json": {"zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}}
     result = estimate(LLAMA2_7B_DDP + " --deepspeed ds_z3.json", configs, {"gpu_capacity_gib": 80})
     # weights  13.48e9/8 + 2 layers gathered in half (2 x 6.74e9/32 x 2 B = 0.8425e9) = 2.527e9 B = 2.35 GiB
-    # grads    13.48e9/8 = 1.57 GiB; optimizer 80.88e9/8 = 9.42 GiB; activations as under DDP 4.53
-    # overhead 0.75 + 10% x 17.87 = 2.54 -> total 20.40 GiB
+    # grads    13.48e9/8 = 1.57 GiB; optimizer 80.88e9/8 = 9.42 GiB
+    # activations in pure bf16 (DeepSpeed casts the model): layer inputs L*2*s*b*h = 2.00 GiB;
+    #   one layer (norms 4 + RoPE 2 + q,k,v,out 5 + MLP 10.754) x 2 B + 2 fp32 RMSNorm upcasts x 4 B
+    #   = 51.51 B x sbh = 1.61 GiB; logits 3.42 GiB -> 7.03 GiB
+    # overhead 0.75 + 10% x 20.37 = 2.79 -> total 23.15 GiB
     assert result["sharding"] == "zero3 over 8 GPU(s)"
     assert result["components_gib"]["weights"] == pytest.approx(2.35, abs=0.01)
     assert result["components_gib"]["optimizer"] == pytest.approx(9.42, abs=0.01)
-    assert result["total_gib"] == pytest.approx(20.40, abs=0.02)
+    assert result["components_gib"]["activations"] == pytest.approx(7.03, abs=0.01)
+    assert result["total_gib"] == pytest.approx(23.15, abs=0.02)
     assert result["fits"] is True
 
 
@@ -61,20 +68,22 @@ def test_it_counts_only_adapters_as_trainable_under_qlora_and_counts_eager_atten
     # adapters  L x 4 modules x r x 2h = 32*4*16*2*4096          = 16,777,216 params
     # weights   0.55 x 7.24e9 (4-bit) + 4 x 16.78e6              = 4.049e9 B = 3.77 GiB
     # grads 4 x 16.78e6 = 0.06 GiB; AdamW 8 x 16.78e6 = 0.125 GiB
-    # activations, eager attention, no checkpointing, s = 1024, b = 2:
-    #   per layer s*b*h*(34 + 5*a*s/h) = 1024*2*4096*(34 + 40) = 620.8e6 B; x 32 = 18.50 GiB
-    #   logits 1024*2*32000*6 = 0.37 GiB                      -> 18.87 GiB
-    # overhead 0.75 + 10% x 22.82 = 3.03 -> total 25.86 GiB > 24
+    # activations, eager attention, no checkpointing, s = 1024, b = 2, sbh = 8.39e6, i = 12284 (from P):
+    #   per layer, pure bf16 (4-bit base, LoRA): norms 4 + RoPE 2 + q,k,v,out 5 + MLP 3i/h 8.997 (a frozen
+    #   down_proj keeps no input) = 20.0 x 2 B + 2 fp32 upcasts x 4 B = 47.99 B x sbh = 402.6e6 B
+    #   + eager scores a*s*s*b x 6 B (fp32 softmax output 4 + its bf16 cast 2) = 402.6e6 B
+    #   -> 805.3e6 B; x 32 = 24.00 GiB; logits 1024*2*32000*14 = 0.85 GiB -> 24.85 GiB
+    # overhead 0.75 + 10% x 28.80 = 3.63 -> total 32.44 GiB > 24
     assert result["finetuning"] == "qlora" and result["trainable_params"] == 16_777_216
     assert result["components_gib"]["weights"] == pytest.approx(3.77, abs=0.01)
-    assert result["components_gib"]["activations"] == pytest.approx(18.87, abs=0.01)
-    assert result["total_gib"] == pytest.approx(25.86, abs=0.02)
+    assert result["components_gib"]["activations"] == pytest.approx(24.85, abs=0.01)
+    assert result["total_gib"] == pytest.approx(32.44, abs=0.02)
     assert result["fits"] is False and result["capacity_gib"] == 24
-    # with checkpointing: 32*2*1024*2*4096 B (0.5 GiB) + one layer (0.58) + logits (0.37) = 1.44 GiB
+    # with checkpointing: 32*2*1024*2*4096 B (0.5 GiB) + one layer (0.75) + logits (0.85) = 2.10 GiB
     ckpt = next(a for a in result["after_fixes"] if a["kind"] == "enable_gradient_checkpointing")
-    assert ckpt["components_gib"]["activations"] == pytest.approx(1.44, abs=0.01)
+    assert ckpt["components_gib"]["activations"] == pytest.approx(2.10, abs=0.01)
     assert ckpt["fits"] is True
-    assert result["fits_after"] == "reduce_batch_size"  # b = 1 halves 18.87 -> 9.43: 15.48 GiB fits
+    assert result["fits_after"] == "reduce_batch_size"  # b = 1 halves 24.85 -> 12.43: 18.77 GiB fits
 
 
 def test_it_counts_parameters_from_a_config_json():
@@ -177,13 +186,13 @@ def test_it_shows_a_range_and_names_the_input_when_the_attention_kernel_is_unkno
     command = ("python train.py --model_name_or_path mistralai/Mistral-7B-v0.1 --load_in_4bit True --lora_r 16 "
                "--per_device_train_batch_size 2 --max_seq_length 1024 --bf16 True")
     result = estimate(command, {}, {}, oom={"capacity_mib": 24 * 1024})
-    # SDPA (assumed) keeps s*b*h*34 a layer: 1024*2*4096*34*32 B = 8.5 GiB + logits 0.37 = 8.87 GiB;
-    # eager adds 5*a*s/h = 40 more per element: 18.87 GiB, the upper end (total 25.86 GiB, as above)
+    # SDPA (assumed) keeps no scores: 402.6e6 B x 32 = 12.00 GiB + logits 0.85 = 12.85 GiB;
+    # eager adds the a*s*s scores: 24.85 GiB, the upper end (total 32.44 GiB, as above)
     assert result["attention"] == "unknown"
-    assert result["components_gib"]["activations"] == pytest.approx(8.87, abs=0.01)
+    assert result["components_gib"]["activations"] == pytest.approx(12.85, abs=0.01)
     assert [u["input"] for u in result["unknown_inputs"]] == ["attention kernel (SDPA/flash .. eager)"]
     low, high = result["range_gib"]
-    assert high == pytest.approx(25.86, abs=0.02) and low == result["total_gib"] < 24 < high
+    assert high == pytest.approx(32.44, abs=0.02) and low == result["total_gib"] < 24 < high
     assert result["fits"] is None  # the range straddles the 24 GiB card: it cannot say
 
 

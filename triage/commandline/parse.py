@@ -17,6 +17,7 @@ only the tokens they touch (see rewrite.py). Parsing never raises.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -199,7 +200,8 @@ class Script:
 
     @property
     def primary(self) -> LaunchCommand:
-        return self.launches[0] if self.launches else LaunchCommand(line=self.line, segment_end=len(self.line.tokens))
+        # no launching command: an empty one, so a rewrite only reports its changes
+        return self.launches[0] if self.launches else LaunchCommand(line=self.line, launcher="unknown")
 
 
 _NODE_LABEL = re.compile(r"#\s*(.*\S)")
@@ -212,7 +214,9 @@ def _is_launch(cmd: LaunchCommand) -> bool:
             or bool(cmd.script_flags) or cmd.launcher == "shell")
 
 
+@functools.lru_cache(maxsize=64)
 def parse_script(text: str | None) -> Script:
+    """Parse once: the engine, the fix builders and the estimator share this (read-only) result."""
     line = tokenize(text or "")
     script = Script(line=line)
     for start, end in split_segments(line):
@@ -234,8 +238,10 @@ def parse_script(text: str | None) -> Script:
     script.launches = [c for c in script.commands if _is_launch(c)]
     if script.launches and any(c.launcher != "shell" for c in script.launches):
         script.launches = [c for c in script.launches if c.launcher != "shell"]
-    if not script.launches and script.commands:  # a fragment: the longest command
-        script.launches = [max(script.commands, key=lambda c: c.segment_end - c.segment_start)]
+    candidates = [c for c in script.commands if (c.program is not None or c.script_flags)
+                  and os.path.basename(c.program or "") not in NOT_LAUNCHES]
+    if not script.launches and candidates:  # a fragment: the longest command that is not shell housekeeping
+        script.launches = [max(candidates, key=lambda c: c.segment_end - c.segment_start)]
     for cmd in script.launches:
         cmd.script_model = script
     return script

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 
-from .parse import Flag, LaunchCommand, Script, normalise_key
+from .parse import LAUNCHER_SWITCHES, Flag, LaunchCommand, Script, normalise_key
 from .tokens import quote_like
 
 
@@ -141,15 +141,16 @@ class Rewrite:
 
     def _add_flag(self, key: str, value, where: str) -> None:
         name, inline = self._spell(normalise_key(key), where)
-        if isinstance(value, bool):
-            style = self.bool_style()
-            text = None if (style == "bare" and value) else _bool_text(value, style)
+        switch = where == "launcher" and normalise_key(key) in LAUNCHER_SWITCHES.get(self.cmd.launcher, ())
+        if isinstance(value, bool) or (switch and str(value).lower() == "true"):
+            style = "bare" if switch else self.bool_style()  # a launcher switch takes no value (--use_fsdp)
+            text = None if (style == "bare" and value) else _bool_text(bool(value), style)
         else:
             text = str(value)
         if where == "script" and self.key_value_style():
             name, inline, text = normalise_key(key), True, text if text is not None else "true"
         piece = name if text is None else (f"{name}={quote_like(None, text)}" if inline else f"{name} {quote_like(None, text)}")
-        if not self.cmd.line.tokens:
+        if not self.cmd.line.tokens or self.cmd.segment_end <= self.cmd.segment_start:
             pass  # no command: the change is only reported
         elif where == "launcher" and self.cmd.script_index is not None:
             self.before[self.cmd.script_index] += piece + " "
@@ -204,10 +205,10 @@ class Rewrite:
                 continue  # the export above already reaches this command
             elif cmd.docker_index is not None:  # inside the container, not on the host
                 self.after[cmd.docker_index] += f" -e {name}={quote_like(None, value)}"
-            elif tokens:
+            elif tokens and cmd.segment_end > cmd.segment_start and cmd.program is not None:
                 self.before[cmd.segment_start] += f"{name}={quote_like(None, value)} "
             touched = True
-        if touched or not tokens:
+        if touched or not tokens or self.cmd.segment_end <= self.cmd.segment_start or self.cmd.program is None:
             change = {"where": "env", "env": name, "old": old, "new": value}
             if len(self.commands) > 1:
                 change["nodes"] = len(self.commands)

@@ -6,19 +6,23 @@ and the product is unchanged: 8 x 4 x 8 = 4 x 8 x 8 = 256.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..commandline import parse_command
 from .common import (
     Edits,
     as_int,
     deepspeed_config,
     evidence_text,
-    is_hf_style,
     job_world_size,
     lookup,
     series_capacity_gib,
+    verify,
 )
 
 BATCH_KEYS = ("per_device_train_batch_size", "micro_batch_size", "per_gpu_train_batch_size",
-              "train_micro_batch_size_per_gpu", "batch_size", "train_batch_size", "bs")
+              "train_micro_batch_size_per_gpu", "batch_size", "train_batch_size", "bs", "batch", "micro_batch",
+              "per_device_batch_size")
 ACCUM_KEYS = ("gradient_accumulation_steps", "gradient_accumulation", "grad_accum", "grad_accum_steps",
               "accumulate_grad_batches")
 
@@ -74,8 +78,11 @@ def batch_change(ctx, kind: str) -> dict:
         notes.append("the per-device batch is already 1: cut memory with gradient checkpointing, "
                      "a shorter sequence or stronger sharding instead")
         return edits.fix(kind, "Per-device batch is already 1", "Nothing left to cut in the batch.", notes=notes)
-    edits.set(BATCH_KEYS, new_batch)
-    edits.set(ACCUM_KEYS, new_accum)
+    edits.set(BATCH_KEYS, new_batch, in_code=(
+        f"the DataLoader's batch_size: {batch} -> {new_batch} ({'the batch that ran, from ' + where if where else 'assumed'})"))
+    edits.set(ACCUM_KEYS, new_accum, in_code=(
+        f"accumulate gradients over {new_accum} micro-batches: call optimizer.step() and zero_grad() every "
+        f"{new_accum} batches (with DDP, wrap the other backward passes in model.no_sync())"))
     ds_name, ds = deepspeed_config(ctx, cmd)
     if ds:
         for key, value in (("train_micro_batch_size_per_gpu", new_batch), ("gradient_accumulation_steps", new_accum)):
@@ -89,8 +96,6 @@ def batch_change(ctx, kind: str) -> dict:
     )
     if target:
         notes.append(f"the estimator puts batch {new_batch} within the GPU's memory")
-    if not is_hf_style(cmd, ctx) and where is None and ctx.command:
-        notes.append("the script shows no HF TrainingArguments flags: check it accepts these flag names")
     title = (f"Cut the per-device batch {batch} -> {new_batch} and raise gradient accumulation "
              f"{accumulation} -> {new_accum}")
     if kind == "increase_grad_accum":
@@ -103,6 +108,26 @@ def batch_change(ctx, kind: str) -> dict:
     if before and after:
         extra["estimate"] = {"total_gib": after["total_gib"], "fits": after["fits"],
                              "before_gib": before["total_gib"], "capacity_gib": after["capacity_gib"]}
-    return edits.fix(kind, title, why, notes=notes, cost="medium", **extra,
-                     global_batch={"before": [batch, accumulation, world], "after": [new_batch, new_accum, world],
-                                   "total": global_batch})
+    fix = edits.fix(kind, title, why, notes=notes, cost="medium", **extra,
+                    global_batch={"before": [batch, accumulation, world], "after": [new_batch, new_accum, world],
+                                  "total": global_batch})
+    kept = _global_batch_kept(ctx, fix, global_batch, world)
+    return verify(ctx, fix, [kept]) if kept else fix
+
+
+def _global_batch_kept(ctx, fix: dict, global_batch: int, world: int) -> str | None:
+    """A problem when the corrected command (and config patch) no longer multiply to the same global batch."""
+    if not fix.get("command"):
+        return None
+    cmd = parse_command(fix["command"])
+    patched = {k: v for patch in (fix.get("config_patch") or {}).values() for k, v in patch.items()}
+    corrected = replace(ctx, command=fix["command"],
+                        configs={**(ctx.configs or {}), **(fix.get("config") or {})})
+    in_code = {c["key"]: c["new"] for c in fix.get("changes") or [] if c.get("where") == "code"}
+    batch = as_int(lookup(corrected, cmd, BATCH_KEYS)[0]) or as_int(str(patched.get("train_micro_batch_size_per_gpu")))
+    batch = batch or next((as_int(str(in_code[k])) for k in BATCH_KEYS if k in in_code), None)
+    accumulation = as_int(lookup(corrected, cmd, ACCUM_KEYS)[0]) or next(
+        (as_int(str(in_code[k])) for k in ACCUM_KEYS if k in in_code), None) or 1
+    if batch is None or batch * accumulation * world == global_batch:
+        return None
+    return f"global batch not kept: {batch} x {accumulation} x {world} != {global_batch}"

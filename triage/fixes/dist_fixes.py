@@ -55,13 +55,13 @@ def _seconds(value: float) -> str:
 def increase_timeout(ctx, kind: str) -> dict:
     edits = Edits(ctx)
     cmd = edits.cmd
-    fired = timeout_from_log(evidence_text(ctx))
+    fired, source = timeout_from_log(evidence_text(ctx)), "the log"
     own_flag, unit = _timeout_flag(cmd)
     ddp = cmd.flag("ddp_timeout")
     if fired is None and own_flag is not None:
-        fired = float(own_flag.value) * unit
+        fired, source = float(own_flag.value) * unit, f"the command's {own_flag.name} {own_flag.value}"
     if fired is None and ddp is not None and (ddp.value or "").isdigit():
-        fired = float(ddp.value)
+        fired, source = float(ddp.value), f"the command's {ddp.name} {ddp.value}"
     notes = []
     old_s = fired if fired is not None else 1800.0
     if fired is None:
@@ -69,7 +69,7 @@ def increase_timeout(ctx, kind: str) -> dict:
     new_s = max(old_s * 2, 3600.0)
     notes.append(f"collective timeout {_seconds(old_s)} -> {_seconds(new_s)}")
     if fired is not None:
-        notes.append(f"{_seconds(old_s)} is the timeout that fired, as the log (or the command) states it")
+        notes.append(f"{_seconds(old_s)} is the timeout that fired ({source})")
     if own_flag is not None:
         new_value = new_s / unit
         edits.rw.set_flag((own_flag.key,), f"{new_value:g}")

@@ -10,15 +10,19 @@ h hidden size, a attention heads, s sequence length, b per-device batch, V vocab
   optimizer   AdamW 8Ψt (fp32 m and v) + 4Ψt fp32 master copy under mixed precision;
               8-bit Adam 2Ψt (+4Ψt master); SGD momentum 4Ψt (+4Ψt); Adafactor ~0 (+4Ψt)
   sharding    ZeRO-1: optimizer/N; ZeRO-2 and FSDP SHARD_GRAD_OP: + gradients/N; ZeRO-3 and FSDP
-              FULL_SHARD: + weights/N plus two gathered layers (2 x 2Ψ/L); HYBRID_SHARD: N = GPUs per
-              node; CPU offload of the optimizer (or FSDP offload) moves it (and params) off the GPU
+              FULL_SHARD: + weights/N plus two gathered layers (2 x 2Ψ/L in half, 2 x 4Ψ/L in fp32);
+              HYBRID_SHARD: N = GPUs per node; CPU offload of the optimizer (ZeRO-Offload, FSDP offload)
+              moves it and the gradients (and, with param offload, the weights) off the GPU
   activations Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
               Models", eq. 1, no tensor/sequence parallelism), per layer in half precision:
-                s*b*h*(34 + 5*a*s/h) bytes; flash/SDPA attention does not store the a*s*s
-                scores: s*b*h*34; fp32 doubles it.
+                s*b*h*(34 + 5*a*s/h) bytes for GPT-style layers (4h GeLU MLP); gated (SwiGLU)
+                decoders are counted tensor by tensor the same way (layer_elements: norms, q/k/v,
+                RoPE, attention output, gate/up/SiLU/product of width i, fp32 where autocast keeps
+                the residual stream); flash/SDPA attention does not store the 5*a*s*s*b scores.
               all layers: L x per layer; with gradient checkpointing only each layer's input
-              is kept (L*2*s*b*h) plus one layer recomputed at a time (1 x per layer).
-              logits: s*b*V*6 bytes (half logits + the fp32 copy taken for the loss)
+              is kept (L x s*b*h) plus one layer recomputed at a time (1 x per layer).
+              logits: s*b*V*(2 + 4 + 4 + 4) bytes in half, 12 in fp32 (logits, the fp32 upcast for
+              the loss, the saved log-softmax and its gradient)
   overhead    0.75 GiB CUDA context/cuBLAS workspace + 10% of the rest for allocator fragmentation
   calibration when an OOM message is known and the total above is below what the failed step needed
               (capacity - free + tried), every total is scaled by need/total: the estimate must at least
@@ -43,10 +47,11 @@ FORMULAS = [
     "ZeRO-1 optimizer/N; ZeRO-2 (FSDP SHARD_GRAD_OP) also gradients/N; ZeRO-3 (FSDP FULL_SHARD) also weights/N "
     "+ 2 gathered layers; HYBRID_SHARD N = GPUs per node; CPU offload removes optimizer (and params) from the GPU",
     "activations per layer = s*b*h*(34 + 5*a*s/h) bytes in half precision (Korthikanti et al. 2022); "
-    "flash/SDPA attention: s*b*h*34; fp32 x2; all layers x L; the kernel is inferred from flags, frames and "
-    "versions, and an unknown one is shown as a range (SDPA .. eager)",
-    "gradient checkpointing: L*2*s*b*h (layer inputs) + one layer's activations",
-    "logits = s*b*V*6 bytes (half logits + fp32 copy for the loss)",
+    "gated (SwiGLU) decoders: s*b*h*(norms 4 + q,k,v 1+2r + RoPE 1+r + out 2 + MLP 4i/h) elements, fp32 where "
+    "autocast keeps the residual stream; flash/SDPA attention drops the 5*a*s*s*b scores; fp32 x2; all layers "
+    "x L; the kernel is inferred from flags, frames and versions, and an unknown one is shown as a range",
+    "gradient checkpointing: L*s*b*h (layer inputs) + one layer's activations",
+    "logits = s*b*V*14 bytes in half, 12 in fp32 (logits, fp32 upcast, saved log-softmax, its gradient)",
     f"overhead = {CONTEXT_GIB} GiB CUDA context + {int(FRAGMENTATION * 100)}% allocator fragmentation",
     "calibration: if the OOM shows more in use than estimated, totals x (capacity - free + requested) / estimate",
 ]
@@ -93,20 +98,69 @@ def components(setup: Setup) -> dict[str, float]:
 
 
 def zero3_working_set(setup: Setup) -> float:
-    """Bytes of the two layers ZeRO-3 / FULL_SHARD gathers at a time (the current one and the prefetched one)."""
+    """Bytes of the two layers ZeRO-3 / FULL_SHARD gathers at a time (the current one and the prefetched one),
+    in the precision the layers compute in."""
     if setup.sharding not in ("zero3", "fsdp_full_shard", "fsdp_hybrid_shard"):
         return 0.0
     return 2 * (setup.shape.params / setup.shape.layers) * 2
 
 
+def layer_elements(setup: Setup) -> tuple[float, float]:
+    """(tensors kept in the compute precision, tensors kept in fp32) per layer, in units of s*b*h elements.
+
+    GPT-style MLP (4h, GeLU): Korthikanti et al.'s 34 bytes in half precision = 17 elements.
+    Gated (SwiGLU) decoders, counted the same way for their own layer (HF Llama-style code):
+      2 RMSNorms (input, normalised)          4
+      q, k, v (k, v scaled by kv heads / heads) 1 + 2r;  RoPE-rotated q, k  1 + r
+      attention output, o_proj input          2
+      MLP: gate, up, SiLU(gate), product      4 x i/h (3 x i/h under LoRA: a frozen down_proj keeps no input)
+    Under autocast (HF --bf16/--fp16 with fp32 weights, no DeepSpeed/FSDP) the residual stream stays fp32:
+    the norms and the RoPE outputs are fp32 and SDPA casts q, k, v (1 + 2r more half tensors).
+    Pure half precision (DeepSpeed/FSDP bf16, or weights loaded in half) keeps two fp32 RMSNorm upcasts."""
+    shape = setup.shape
+    if not shape.gated:
+        return (17.0, 0.0) if setup.precision in HALF else (0.0, 17.0)
+    r, width = shape.kv_ratio, (shape.intermediate or 4 * shape.hidden) / shape.hidden
+    norms, rope, attention, mlp = 4.0, 1 + r, (1 + 2 * r) + 2, 4 * width
+    if setup.finetuning not in ("full", "freeze"):  # frozen down_proj: its input is not kept
+        mlp = 3 * width
+    if setup.precision not in HALF:
+        return 0.0, norms + rope + attention + mlp
+    if setup.sharding == "ddp" and setup.finetuning == "full" and not setup.half_weights:
+        return attention + mlp + (1 + 2 * r), norms + rope
+    return norms + rope + attention + mlp, 2.0
+
+
 def activations(setup: Setup) -> float:
+    """Bytes of activations kept for the backward pass (see layer_elements and the module docstring)."""
     s, b = setup.seq, setup.batch
     h, a, layers, vocab = setup.shape.hidden, setup.shape.heads, setup.shape.layers, setup.shape.vocab
-    per_layer = s * b * h * (34 + (0 if setup.flash else 5 * a * s / h))
-    if setup.precision not in HALF:
-        per_layer *= 2
-    body = (layers * 2 * s * b * h + per_layer) if setup.checkpointing else layers * per_layer
-    return body + s * b * vocab * 6
+    half = setup.precision in HALF
+    low, full = layer_elements(setup)
+    per_layer = s * b * h * (low * 2 + full * 4)
+    if not setup.flash:  # eager attention keeps a*s*s*b scores: Korthikanti's 5 bytes each in half
+        per_layer += a * s * s * b * score_bytes(setup)
+    layer_input = s * b * h * (2 if half and not _autocast(setup) else 4)
+    body = (layers * layer_input + per_layer) if setup.checkpointing else layers * per_layer
+    # logits in the compute precision, their fp32 upcast for the loss, the saved log-softmax and its gradient
+    logits = s * b * vocab * ((2 + 4 + 4 + 4) if half else 12)
+    return body + logits
+
+
+def score_bytes(setup: Setup) -> float:
+    """Bytes kept per attention-score element by eager attention.
+    GPT-style (Korthikanti): softmax output 2 + dropout mask 1 + dropout output 2 = 5 in half, x2 in fp32.
+    HF gated decoders (no attention dropout; softmax taken in fp32): the fp32 softmax output kept by softmax
+    (4) plus its half-precision cast kept by the matmul with V (2) = 6 in half, 4 in fp32."""
+    half = setup.precision in HALF
+    if setup.shape.gated:
+        return 6.0 if half else 4.0
+    return 5.0 if half else 10.0
+
+
+def _autocast(setup: Setup) -> bool:
+    return setup.precision in HALF and setup.sharding == "ddp" and setup.finetuning == "full" \
+        and not setup.half_weights
 
 
 def _total(parts: dict[str, float]) -> tuple[dict[str, float], float]:

@@ -22,6 +22,9 @@ class ModelShape:
     heads: int
     vocab: int
     source: str  # "table" | "config.json" | "size in name"
+    intermediate: int = 0  # MLP width (0: not known; 4h assumed)
+    gated: bool = False  # SwiGLU-style MLP (gate, up, down): llama, mistral, qwen ...
+    kv_ratio: float = 1.0  # key/value heads / attention heads (grouped-query attention < 1)
 
 
 # family -> {size label: (params in billions, layers, hidden, heads, vocab)}
@@ -90,7 +93,9 @@ def shape_from_name(model_name: str | None) -> ModelShape | None:
         for label in sorted(sizes, key=len, reverse=True):
             if _label_in(tail, label):
                 params, layers, hidden, heads, vocab = sizes[label]
-                return ModelShape(model_name, params * 1e9, layers, hidden, heads, vocab, "table")
+                gated = bool(re.search(_GATED_NAMES, tail))
+                return ModelShape(model_name, params * 1e9, layers, hidden, heads, vocab, "table",
+                                  intermediate=_mlp_width(params * 1e9, layers, hidden, vocab, gated), gated=gated)
     match = _SIZE.search(tail.replace("_", "-"))
     if not match:
         return None
@@ -99,6 +104,16 @@ def shape_from_name(model_name: str | None) -> ModelShape | None:
         billions *= float(match.group(0).lower().split("x")[0]) * 0.8
     layers, hidden, heads = next((lay, hid, hd) for top, lay, hid, hd in _GENERIC if billions <= top)
     return ModelShape(model_name, billions * 1e9, layers, hidden, heads, 32000, "size in name")
+
+
+_GATED_NAMES = r"llama|vicuna|alpaca|longchat|codellama|wizardlm|koala|guanaco|mistral|mixtral|zephyr|qwen|gemma|phi-?3|baichuan|yi|deepseek|internlm"
+
+
+def _mlp_width(params: float, layers: int, hidden: int, vocab: int, gated: bool) -> int:
+    """The MLP width a table shape implies: per layer, params - 4h^2 (attention) = (3 if gated else 2) x h x i."""
+    per_layer = (params - 2 * vocab * hidden) / max(layers, 1)
+    width = (per_layer - 4 * hidden * hidden) / ((3 if gated else 2) * hidden)
+    return int(width) if width > hidden else 4 * hidden
 
 
 _GATED = ("llama", "mistral", "mixtral", "qwen", "gemma", "phi3", "internlm", "baichuan", "yi", "deepseek", "chatglm")
@@ -124,4 +139,5 @@ def shape_from_config(config: dict | None, name: str = "config.json") -> ModelSh
     mlp = (3 if gated else 2) * hidden * inter * experts
     tied = get("tie_word_embeddings", model_type in ("gpt2", "t5", "gemma", "gemma2"))
     params = layers * (attention + mlp) + vocab * hidden * (1 if tied else 2)
-    return ModelShape(name, float(params), layers, hidden, heads, vocab, "config.json")
+    return ModelShape(name, float(params), layers, hidden, heads, vocab, "config.json", intermediate=int(inter),
+                      gated=gated, kv_ratio=kv_heads / heads if heads else 1.0)

@@ -37,6 +37,7 @@ class Setup:
     batch: int = 8
     seq: int = 2048
     checkpointing: bool = False
+    half_weights: bool = False  # the model itself is loaded in bf16/fp16 (--torch_dtype), not autocast
     flash: bool = False  # the a*s*s scores are not stored (flash-attention or SDPA)
     attention: str = "unknown"  # flash | sdpa | eager | unknown (see attention.py)
     attention_reason: str = ""
@@ -119,6 +120,7 @@ def _read_precision(setup: Setup, settings: _Settings, configs: dict, cmd: Launc
         setup.precision = "fp16"
     elif str(settings.get("torch_dtype") or "").lower() in ("float16", "bfloat16", "fp16", "bf16"):
         setup.precision = "bf16" if "b" in str(settings.get("torch_dtype")).lower() else "fp16"
+        setup.half_weights = True
         setup.assumptions.append(f"weights loaded as {settings.get('torch_dtype')} (--torch_dtype)")
     else:
         setup.assumptions.append("no bf16/fp16 flag: full fp32 training")

@@ -29,7 +29,8 @@ def test_it_files_two_runs_of_one_failure_under_one_problem(alice, alpha):
     problem = Problem.objects.get()
     assert problem.occurrences == 2
     assert set(problem.incidents.values_list("pk", flat=True)) == {first.pk, second.pk}
-    assert problem.fingerprint == first.diagnosis.fingerprint == second.diagnosis.fingerprint
+    links = problem.occurrence_links.all()
+    assert {link.fine_hash for link in links} == {problem.fingerprint}
     assert problem.category == "data_schema" and problem.exception == "KeyError"
 
 

@@ -1,7 +1,13 @@
 """The searchable text of one incident: what a person would type to find it again."""
 from __future__ import annotations
 
+import re
+
 SEARCH_TEXT_LIMIT = 20_000
+# Full-text parsers keep "Loader.__getitem__" or "torch/distributed/api.py" as one token: their parts
+# are added once more, separated, so that a search for "Loader" or "distributed" finds them.
+_COMPOUND = re.compile(r"[\w-]+(?:[./:\\]+[\w-]+)+|\w*_\w+")
+_SEPARATORS = re.compile(r"[./:\\_-]+")
 
 
 def search_text(incident, data: dict) -> str:
@@ -19,4 +25,10 @@ def search_text(incident, data: dict) -> str:
         if part and part not in seen:
             seen.add(part)
             joined.append(part)
-    return "\n".join(joined)[:SEARCH_TEXT_LIMIT]
+    text = "\n".join(joined)
+    parts = []
+    for compound in dict.fromkeys(_COMPOUND.findall(text)):
+        parts.extend(part for part in _SEPARATORS.split(compound) if len(part) > 1)
+    if parts:
+        text += "\n" + " ".join(dict.fromkeys(parts))
+    return text[:SEARCH_TEXT_LIMIT]

@@ -8,8 +8,9 @@ Two hashes per incident, as Sentry does it: an incident joins a problem when ANY
 - fine:   category + exception + masked message + the innermost frames of the user's own code
           (file base name and function, never a directory or line number)
 - coarse: category + exception + the first clause of the masked message (with an exception), or
-          category + the engine rule that named it (signals, watchdogs, kernel lines: the log line
-          the engine quotes varies from run to run, the rule does not). Survives edits to the
+          category + the engine rule that named it + the error codes in the line (Xid number,
+          errno, signal name) for signals, watchdogs and kernel lines: the log line the engine
+          quotes varies from run to run, the rule and the codes do not. Survives edits to the
           user's script and other runs' noise.
 
 Everything that differs between two runs of one failure is masked first: paths, hosts,
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 MESSAGE_LIMIT = 300
 CLAUSE_LIMIT = 90
+KEY_WORDS = 5
 EVIDENCE_LINES = 12
 USER_FRAMES = 3
 
@@ -86,15 +88,38 @@ def masked_message(message: str | None) -> str:
     return mask(clean_message(message))[:MESSAGE_LIMIT]
 
 
+_PLACEHOLDERS = {"n", "path", "hex", "host", "addr", "size", "duration", "time", "id", "url"}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_'-]*")
+
+
 def first_clause(masked: str) -> str:
-    """The start of a masked message: up to the first sentence end, at most CLAUSE_LIMIT characters."""
-    head = re.split(r"(?<=[.;!?])\s|\s\(then\s", masked, maxsplit=1)[0]
-    return head[:CLAUSE_LIMIT]
+    """The gist of a masked message: its first KEY_WORDS words, placeholders and mangled symbols left out.
+
+    Another library version or another author words the rest differently ("invalid start byte" or
+    "invalid continuation byte", one mangled C++ name or another); the opening words name the failure.
+    """
+    head = re.split(r"(?<=[.;!?])\s|\s\(then\s", masked, maxsplit=1)[0][:CLAUSE_LIMIT]
+    words = [word for word in _WORD.findall(head) if word.lower() not in _PLACEHOLDERS and len(word) > 1
+             and not word.startswith("_Z")]
+    return " ".join(words[:KEY_WORDS]) if words else head
 
 
 def is_user_frame(frame: dict) -> bool:
     path = str(frame.get("file") or "")
     return bool(path) and not any(marker in path for marker in _LIBRARY_MARKERS)
+
+
+_CODES = [
+    re.compile(r"\bXid\b\s*(?:\([^)]*\))?\s*:?\s*(\d+)"),  # NVIDIA Xid error code (79: fallen off the bus, 74: NVLink)
+    re.compile(r"\[Errno (\d+)\]"),
+    re.compile(r"\b(SIG[A-Z]{2,6})\b"),
+]
+
+
+def error_codes(message: str | None) -> list[str]:
+    """Codes that name the failure and must not be masked: Xid numbers, errno values, signal names."""
+    text = clean_message(message)
+    return sorted({match for pattern in _CODES for match in pattern.findall(text)})
 
 
 def _base_name(path: str) -> str:
@@ -161,9 +186,11 @@ def signature(data: dict) -> Signature:
     root = data.get("root_cause") if isinstance(data.get("root_cause"), dict) else {}
     category = str(data.get("category") or "unknown")[:40]
     exception = str(root.get("exception") or "").strip()[:200]
-    message = masked_message(root.get("message"))
+    raw_message = root.get("message")
+    message = masked_message(raw_message)
     if not message and not exception:
-        message = masked_message(data.get("summary"))
+        raw_message = data.get("summary")
+        message = masked_message(raw_message)
     frames = [frame for frame in (root.get("frames") or []) if isinstance(frame, dict)]
     own = user_frames(frames)
     innermost = str(frames[-1].get("function") or "") if frames else ""
@@ -172,7 +199,8 @@ def signature(data: dict) -> Signature:
     if exception:
         coarse = _digest("coarse", category, exception, first_clause(message))
     else:
-        coarse = _digest("coarse-rule", category, rule or first_clause(message))
+        coarse = _digest("coarse-rule", category, rule or first_clause(message),
+                         ",".join(error_codes(raw_message)))
     return Signature(fine=fine, coarse=coarse, category=category, exception=exception, message=message,
                      frames=own, evidence=evidence_lines(data))
 

@@ -91,3 +91,24 @@ def test_the_list_needs_a_handful_of_queries_whatever_the_size(alice_client, alp
         recorded_incident(alpha, f"'field_{chr(97 + n)}'")
     with django_assert_max_num_queries(8):
         assert alice_client.get(reverse("knowledge:problem_list")).status_code == 200
+
+
+def test_the_problem_page_tells_its_story(alice_client, alpha, recorded_incident):
+    import datetime
+
+    from knowledge.models import ProblemOccurrence
+
+    first = recorded_incident(alpha, job_id="sft-7", cluster="h100-east", failing_rank=3)
+    second = recorded_incident(alpha, job_id="sft-8", cluster="a100-west", failing_rank=3)
+    recorded_incident(alpha, job_id="sft-8", cluster="a100-west", failing_rank=0)
+    ProblemOccurrence.objects.filter(incident=first).update(seen_at=datetime.datetime(2026, 11, 20, 8, tzinfo=datetime.UTC))
+    problem = Problem.objects.get()
+    page = alice_client.get(reverse("knowledge:problem_detail", args=[problem.pk])).content.decode()
+    story = page[page.index('id="story"'):page.index("</section>", page.index('id="story"'))]
+    assert "<code>sft-8</code> <span class=\"muted\">×2</span>" in story and "<code>sft-7</code>" in story
+    assert "a100-west <span class=\"muted\">×2</span>" in story and "h100-east" in story
+    assert "rank 3 <span class=\"muted\">×2</span>" in story and "rank 0" in story
+    assert '"days": ["2026-11-20", ' in story and '"counts": [1, 2]' in story  # the chart's data, per day
+    assert "vendor/plotly.min.js" in page and "knowledge/occurrences.js" in page
+    incidents = page[page.index('id="incidents"'):]
+    assert reverse("jobs:incident_detail", args=[second.pk]) in incidents

@@ -170,3 +170,25 @@ class Runbook(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category} runbook ({self.team})"
+
+
+class EvidenceSample(models.Model):
+    """One distinct (masked) evidence text of a team, with its most recent incident.
+
+    Similar-incident lookups compare against these, so their cost follows how many different
+    failures a team has seen, not how many incidents it stored.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    category = models.CharField(max_length=40, blank=True)
+    digest = models.CharField(max_length=40)
+    evidence = models.TextField()
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="+")
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "digest"], name="unique_evidence_per_team")]
+        indexes = [models.Index(fields=["team", "category", "-seen_at"], name="evidence_team_category")]
+
+    def __str__(self) -> str:
+        return f"{self.category} evidence {self.digest[:10]}"

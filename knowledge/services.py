@@ -2,13 +2,15 @@
 hand-made changes to grouping (merge, split, undo) and to problems (resolve, rename)."""
 from __future__ import annotations
 
+import hashlib
+
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Max, Min
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from knowledge.grouping import Signature, choose, masked_message, signature, title_from
-from knowledge.models import GroupingAction, Problem, ProblemHash, ProblemOccurrence, Runbook
+from knowledge.models import EvidenceSample, GroupingAction, Problem, ProblemHash, ProblemOccurrence, Runbook
 from knowledge.runbooks import default_runbook
 from knowledge.similar import similar_incidents
 from knowledge.textindex import search_text
@@ -58,6 +60,21 @@ def _occurrence_fields(incident, data: dict, sig: Signature, seen_at) -> dict:
     }
 
 
+def evidence_digest(evidence: str) -> str:
+    return hashlib.sha1(evidence.encode(), usedforsecurity=False).hexdigest()
+
+
+def _remember_evidence(incident, fields: dict) -> None:
+    """The team's sample of this evidence text now points at this, its latest incident."""
+    if not fields["evidence"]:
+        return
+    EvidenceSample.objects.update_or_create(
+        team_id=incident.team_id, digest=evidence_digest(fields["evidence"]),
+        defaults={"category": fields["category"], "evidence": fields["evidence"], "incident": incident,
+                  "seen_at": fields["seen_at"]},
+    )
+
+
 def record(incident, diagnosis) -> Problem | None:
     """Group the incident into its team's problem; a resolved problem it joins becomes regressed.
 
@@ -75,6 +92,7 @@ def record(incident, diagnosis) -> Problem | None:
             return link.problem
         problem = _problem_for(incident.team_id, sig, seen_at)
         fields = _occurrence_fields(incident, data, sig, seen_at)
+        _remember_evidence(incident, fields)
         if link is None:
             try:
                 with transaction.atomic():

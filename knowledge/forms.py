@@ -8,6 +8,7 @@ TEXT_LIMIT = 20_000
 class ProblemForm(forms.ModelForm):
     """Members set the status, write the resolution (Markdown) and name the fix that worked."""
 
+    field_order = ["status", "resolution", "fix_choice", "fix_summary"]
     fix_choice = forms.ChoiceField(required=False, label="Fix that worked",
                                    help_text="Pick one of the fixes the engine suggested, or write your own below.")
 

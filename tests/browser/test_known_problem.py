@@ -74,4 +74,6 @@ def test_a_resolved_failure_is_recognised_when_it_comes_back(browser_page, alice
     page.wait_for_selector("#story")
     assert "h100-east" in page.locator("#story").inner_text() and "sft-0002" in page.locator("#story").inner_text()
     assert "Regressed" in page.locator(".regressed-note").inner_text()
+    page.wait_for_selector("#occurrence-chart[data-ready='1'] .main-svg", state="attached")
+    page.screenshot(path=str(screenshots / "problem-page.png"), full_page=True)
     assert page.js_errors == []

@@ -265,6 +265,7 @@ class SimilarSerializer(serializers.Serializer):
 class RecognitionSerializer(serializers.Serializer):
     problem = KnownProblemSerializer(allow_null=True)
     known = serializers.BooleanField(help_text="The team saw it before or wrote down a resolution.")
+    previous = serializers.DateTimeField(allow_null=True, help_text="When another incident of the problem was last seen.")
     similar = SimilarSerializer(many=True, help_text="When the problem is new: the closest past incidents.")
     runbook = serializers.DictField(help_text="category, title, body (Markdown) and whether the team edited it.")
 

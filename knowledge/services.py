@@ -140,11 +140,14 @@ def recognise(incident) -> dict:
             .select_related("problem", "problem__resolved_by").first())
     problem = link.problem if link is not None else None
     known = problem is not None and (problem.occurrences > 1 or bool(problem.resolution.strip()))
-    similar = []
+    similar, previous = [], None
+    if known:
+        previous = (problem.occurrence_links.exclude(incident=incident).order_by("-seen_at")
+                    .values_list("seen_at", flat=True).first())
     if link is not None and not known:
         similar = similar_incidents(incident.team_id, link.evidence, category=link.category,
                                     exclude_incident=incident.pk, exclude_problem=problem.pk)
-    return {"problem": problem, "known": known, "similar": similar,
+    return {"problem": problem, "known": known, "similar": similar, "previous": previous,
             "runbook": runbook_for(incident.team_id, incident.category or (problem.category if problem else ""))}
 
 

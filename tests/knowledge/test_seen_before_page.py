@@ -38,7 +38,7 @@ def test_it_counts_every_earlier_occurrence(alice_client, alpha, recorded_incide
     for _ in range(3):
         latest = recorded_incident(alpha)
     card = verdict_card(alice_client.get(reverse("jobs:incident_detail", args=[latest.pk])))
-    assert "seen before: 2 times since" in card
+    assert "seen before: 2 times since" in card and ", last on " in card
     assert "No resolution recorded yet" in card
 
 

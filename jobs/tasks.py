@@ -22,9 +22,8 @@ from django.utils import timezone
 
 import triage
 from jobs.models import Artifact, Diagnosis, Incident
-from jobs.signals import incident_finished
+from jobs.signals import diagnosis_saved, incident_finished
 from jobs.uploads import upload_limits
-from knowledge import services as knowledge
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +149,7 @@ def save_diagnosis(incident_pk: int, data: dict) -> None:
             "failing_rank": data.get("failing_rank"),
             "fingerprint": str(data.get("fingerprint") or "")[:64],
         })
-        knowledge.record(incident, saved)
+        diagnosis_saved.send(sender=Diagnosis, incident=incident, diagnosis=saved)
         incident.category = str(data.get("category") or "unknown")[:40]
         incident.exception = str(root_cause.get("exception") or "")[:200]
         incident.failing_rank = data.get("failing_rank")

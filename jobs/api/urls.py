@@ -3,14 +3,12 @@ from rest_framework.routers import SimpleRouter
 
 from jobs.api.errors import not_found
 from jobs.api.views import IncidentViewSet, WebhookEndpointViewSet
-from knowledge.api import ProblemViewSet
 
 app_name = "api"
 
 router = SimpleRouter()
 router.register("incidents", IncidentViewSet, basename="incident")
 router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
-router.register("problems", ProblemViewSet, basename="problem")
 
 urlpatterns = [
     re_path(r"", include(router.urls)),

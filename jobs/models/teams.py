@@ -40,6 +40,7 @@ class Membership(models.Model):
     class Role(models.TextChoices):
         ADMIN = "admin", "Admin"
         MEMBER = "member", "Member"
+        VIEWER = "viewer", "Viewer"  # reads the team's incidents and knowledge base, changes nothing there
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")

@@ -15,7 +15,6 @@ from django.urls import reverse
 from jobs import fixview, presenters
 from jobs.memorychart import show_memory
 from jobs.models import Diagnosis, Incident
-from knowledge.services import recognise
 
 PAGE_SIZE = 50
 LIST_COLUMNS = ("id", "title", "job_id", "status", "category", "exception", "failing_rank", "summary",
@@ -129,7 +128,6 @@ def incident_detail(request, pk):
             "rank_statuses": presenters.rank_statuses(data),
             "has_ranks": bool(presenters.as_list(data.get("ranks"))),
             "has_memory": bool(data["memory"]["series"]),
-            "knowledge": recognise(incident),
         })
         raw = dict(data, memory={"estimate": data["memory"]["estimate"], "series": "left out: see the API"})
         context["raw_json"], context["raw_json_cut"] = presenters.raw_json(raw)

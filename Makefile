@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 export PYTHON VENV
 
-.PHONY: venv run test bench lint
+.PHONY: venv run test bench lint screenshots
 
 venv:
 	@scripts/bootstrap-venv.sh
@@ -23,3 +23,7 @@ bench: venv
 
 lint: venv
 	$(PY) -m ruff check .
+
+# Every page at 1440x900 and 390x844 into docs/screenshots/ (a throw-away instance, real Chromium).
+screenshots: venv
+	$(PY) scripts/screenshots.py

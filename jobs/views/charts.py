@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from jobs import chartseries as series
-from jobs import logfiles
+from jobs import logfiles, timelinechart
 from jobs.models import Diagnosis
 from jobs.views.incidents import visible_incident
 
@@ -60,7 +60,7 @@ def log_linker(incident):
 def timeline_json(request, pk):
     incident = visible_incident(request, pk)
     link = log_linker(incident)
-    return _cached_chart(incident, "timeline", ("ranks", "failing_rank"), lambda data: series.timeline(data, link))
+    return _cached_chart(incident, "timeline", ("ranks", "failing_rank", "root_cause", "evidence"), lambda data: timelinechart.timeline(data, link))
 
 
 @login_required

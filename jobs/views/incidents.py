@@ -129,6 +129,7 @@ def incident_detail(request, pk):
             "has_memory": bool(data["memory"]["series"]),
             "knowledge": recognise(incident),
         })
+        context["top_fix"] = presenters.top_fix(context["fixes"])
         raw = dict(data, memory={"estimate": data["memory"]["estimate"], "series": "left out: see the API"})
         context["raw_json"], context["raw_json_cut"] = presenters.raw_json(raw)
     return render(request, "jobs/incident_detail.html", context)

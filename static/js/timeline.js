@@ -48,13 +48,15 @@
       var layout = {
         margin: { l: narrow ? 8 : 190, r: 16, t: narrow ? 20 : 50, b: 60 },
         height: height,
+        width: narrow ? element.clientWidth : undefined,
         paper_bgcolor: "rgba(0,0,0,0)",
         plot_bgcolor: "rgba(0,0,0,0)",
         font: { color: fg, size: narrow ? 11 : 12 },
         xaxis: { title: { text: data.x_title || "", font: { size: narrow ? 11 : 13 } }, zeroline: false,
           gridcolor: grid, rangemode: "tozero" },
-        yaxis: { type: "category", categoryorder: "array", categoryarray: lanes.slice().reverse(), automargin: true,
-          gridcolor: grid },
+        // On a phone the lane labels sit inside the plot, so the chart never grows wider than the screen.
+        yaxis: { type: "category", categoryorder: "array", categoryarray: lanes.slice().reverse(), automargin: !narrow,
+          ticklabelposition: narrow ? "inside" : "outside", gridcolor: grid },
         legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
         showlegend: !narrow,
         hovermode: "closest",

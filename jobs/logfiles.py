@@ -215,9 +215,11 @@ def find_artifact(artifacts, source: str):
     # the bare file name, but only when one artifact has it: four ranks' "stderr.log" are four files.
     source_text = str(source_path)
     for artifact in logs:
-        stored = str(artifact.original_name).replace("\\", "/")
-        if source_text.endswith("/" + stored) or stored.endswith("/" + source_text):
+        if source_text.endswith("/" + str(artifact.original_name).replace("\\", "/")):
             return artifact, ""
+    longer = [a for a in logs if str(a.original_name).replace("\\", "/").endswith("/" + source_text)]
+    if len(longer) == 1:
+        return longer[0], ""
     same_name = [a for a in logs if PurePosixPath(str(a.original_name).replace("\\", "/")).name == source_path.name]
     if len(same_name) == 1:
         return same_name[0], ""

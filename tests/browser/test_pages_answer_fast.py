@@ -197,3 +197,22 @@ def test_dark_mode_follows_the_system_setting(chromium_browser, live_server, ali
             context.close()
     assert colours["light"]["bg"] > 200 and colours["light"]["fg"] < 60
     assert colours["dark"]["bg"] < 40 and colours["dark"]["fg"] > 180 and colours["dark"]["card"] < 60
+
+
+def test_a_queued_job_shows_its_wait_and_says_when_no_worker_took_it(browser_page, alice, alpha, make_incident):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    page = browser_page
+    incident = make_incident(alpha)
+    Incident.objects.filter(pk=incident.pk).update(created_at=timezone.now() - timedelta(seconds=75))
+    fresh = make_incident(alpha)
+    log_in(page, "alice")
+    page.goto(f"/incidents/{incident.pk}/")
+    page.wait_for_selector("#no-worker", state="visible")
+    assert "No worker has picked this job up yet" in page.locator("#no-worker").inner_text()
+    assert re.fullmatch(r"1:1\d", page.locator("#progress-elapsed").inner_text())
+    page.goto(f"/incidents/{fresh.pk}/")
+    page.wait_for_selector("#progress-elapsed")
+    assert page.locator("#no-worker").is_hidden()  # a job queued a moment ago is not a worry yet

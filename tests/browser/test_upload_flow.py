@@ -7,23 +7,25 @@ import jobs.tasks
 import jobs.uploads
 from jobs.models import Incident
 from tests.browser.conftest import log_in
-from tests.conftest import SHARED_CORPUS
+from tests.pages.factories import SMALL_COMMAND, two_rank_log
 
 pytestmark = pytest.mark.browser
-CASE = SHARED_CORPUS / "probe-keyerror-tee"
 
 
-def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice, monkeypatch, screenshots):
+def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice, monkeypatch, screenshots, tmp_path):
     page = browser_page
+    log = tmp_path / "log.txt"
+    log.write_text(two_rank_log())
     queued = []
     # The test plays the Celery worker: nothing goes to the broker.
     monkeypatch.setattr(jobs.uploads, "_enqueue", queued.append)
 
     log_in(page, "alice")
     page.goto("/incidents/new/")
-    page.set_input_files("#upload-form input[type=file][name=logs]", [str(CASE / "log.txt")])
+    page.set_input_files("#upload-form input[type=file][name=logs]", [str(log)])
     page.wait_for_selector("#upload-file-list li[data-path='log.txt']")
-    page.fill("#upload-form [name=command]", (CASE / "command.txt").read_text().strip())
+    page.fill("#upload-form [name=command]", SMALL_COMMAND)
+    page.click("#upload-form details.more-fields summary")
     page.fill("#upload-form [name=job_id]", "probe-keyerror-tee")
     page.click("#upload-form [type=submit]")
     page.wait_for_url(re.compile(r"/incidents/\d+/$"))

@@ -58,7 +58,7 @@ CATEGORY_PHRASES = {
     "gpu_oom": "ran out of GPU memory",
     "host_oom": "was killed when the host ran out of memory",
     "dataloader_worker": "lost a DataLoader worker",
-    "nccl_timeout": "hung in a collective until the NCCL watchdog fired",
+    "nccl_timeout": "stopped joining collectives",
     "nccl_error": "hit a communication (NCCL) error",
     "rendezvous": "could not join the job (rendezvous failed)",
     "data_schema": "found training rows in a format the script does not expect",
@@ -81,7 +81,8 @@ PHASES = (
     (re.compile(r"/optim/|optimizer|zero_grad|\bstep$"), "in the optimizer step"),
     (re.compile(r"backward|autograd"), "in the backward pass"),
     (re.compile(r"dataloader|collate|__getitem__|datasets/|_fetch"), "while loading training data"),
-    (re.compile(r"save_pretrained|save_checkpoint|_save|torch/serialization"), "while saving a checkpoint"),
+    (re.compile(r"save_pretrained|save_checkpoint|_save|torch/serialization|sav(?:e|ing) (?:a )?checkpoint"),
+     "while saving a checkpoint"),
     (re.compile(r"from_pretrained|load_state_dict|modeling_utils"), "while loading the model"),
     (re.compile(r"forward|_call_impl"), "in the forward pass"),
 )
@@ -94,6 +95,19 @@ def _phase(frames: list) -> str:
         for pattern, phrase in PHASES:
             if pattern.search(where):
                 return phrase
+    return ""
+
+
+def _last_words(data: dict, failing_rank: int) -> str:
+    """Without a stack, the phase the failing rank's last log line names ('saving checkpoint ...')."""
+    for rank in as_list(data.get("ranks")):
+        if isinstance(rank, dict) and as_int(rank.get("rank")) == failing_rank:
+            texts = [text(e.get("text")).lower() for e in as_list(rank.get("events"))
+                     if isinstance(e, dict) and text(e.get("kind")) not in ("exit", "sigterm", "signal")]
+            for line in reversed(texts[-3:]):
+                for pattern, phrase in PHASES:
+                    if pattern.search(line):
+                        return phrase
     return ""
 
 
@@ -142,6 +156,8 @@ def headline(data: dict) -> str:
         what = f"{what} ({_short_exception(exception, message)})" if category in CATEGORY_PHRASES else \
             f"failed with {_short_exception(exception, message)}"
     where = _phase([f for f in as_list(root.get("frames")) if isinstance(f, dict)])
+    if not where and failing_rank is not None:
+        where = _last_words(data, failing_rank)
     sentence = " ".join(part for part in (who, what, where) if part)
     after = _aftermath(data, failing_rank) if failing_rank is not None else ""
     return f"{sentence}; {after}." if after else f"{sentence}."
@@ -177,7 +193,7 @@ def verdict(data: dict, incident) -> dict:
     reason = data.get("launcher_verdict_reason")
     launcher_note = ""
     if wrong and isinstance(reason, str) and reason.strip():
-        launcher_note = reason
+        launcher_note = reason.strip()[:1].upper() + reason.strip()[1:]
     elif isinstance(wrong, str) and wrong.strip():
         launcher_note = wrong
     elif wrong:
@@ -237,6 +253,8 @@ def evidence(data: dict, artifacts, *, with_context: bool = True) -> list[dict]:
         rank = as_int(entry.get("rank"))
         if rank is None and prefix:
             rank = int(prefix.group(1) or prefix.group(2))
+        if rank is None and order == 0:  # the engine lists the root line first: the failing rank's
+            rank = failing_rank
         rows.append({"source": source, "line": line, "text": line_text, "rank": rank, "order": order,
                      "combined": bool(prefix), "frame": bool(FRAME_LINE.match(RANK_IN_LINE.sub("", line_text)))})
     root_source = text(as_dict((as_list(root.get("evidence")) or [{}])[0]).get("source"))
@@ -272,6 +290,14 @@ def evidence(data: dict, artifacts, *, with_context: bool = True) -> list[dict]:
                                         radius=CONTEXT_RADIUS)
             for item in group:
                 item["context"] = windows.get(item["line"])
+                # The stored line may carry the rank prefix the engine stripped: then the file is a
+                # combined log and "this rank's lines only" finds the line.
+                own = next((line for number, line in item["context"] or [] if number == item["line"]), "")
+                prefix = RANK_IN_LINE.search(own)
+                if prefix:
+                    item["rank_link"] = True
+                    if item["rank"] is None:
+                        item["rank"] = int(prefix.group(1) or prefix.group(2))
     return items
 
 
@@ -364,7 +390,11 @@ def top_fix(fixes_shown: list[dict]) -> dict | None:
         if not fix["applicable"]:
             continue
         if fix["command"]:
-            copy, label = (f"{fix['env_line']} {fix['command']}" if fix["env_line"] else fix["command"]), "Command"
+            # Some corrected commands already start with the variables: never write them twice.
+            env_missing = fix["env_line"] and not all(f"{key}=" in fix["command"] for key, _ in fix["env"])
+            copy, label = (f"{fix['env_line']} {fix['command']}" if env_missing else fix["command"]), "Command"
+            if fix["shell"]:  # e.g. the data converter: it must run before the corrected command
+                copy, label = "\n".join([*fix["shell"], copy]), "Run, then launch"
         elif fix["shell"]:
             copy, label = "\n".join(fix["shell"]), "Run"
         elif fix["env_line"]:

@@ -49,6 +49,7 @@ def build_instance(var_dir: Path) -> dict:
 
     call_command("migrate", verbosity=0)
     call_command("load_demo", password=PASSWORD, stdout=io.StringIO())
+    call_command("create_api_key", "Demo", name="slurm-epilog on the login node", stdout=io.StringIO())
     team = Team.objects.get(name="Demo")
     user = team.memberships.first().user
     tree = write_logdir(var_dir / "tree", world=64, failing=3, straggler=41)
@@ -65,7 +66,7 @@ def build_instance(var_dir: Path) -> dict:
         queued = create_incident(team=team, user=user, logs=[File(handle, name="stderr.log")],
                                  meta={"title": "Waiting for a worker"}, enqueue=False)
     ids = {incident.idempotency_key or "": incident.pk for incident in Incident.objects.filter(team=team)}
-    artifact = big.artifacts.order_by("pk").first()
+    artifact = big.artifacts.filter(original_name__endswith="attempt_0/3/stderr.log").first()
     return {"demos": ids, "big": big.pk, "queued": queued.pk, "big_artifact": artifact.pk if artifact else None}
 
 

@@ -88,6 +88,8 @@ def _add_deciding_line(events: list[Event], verdict: Verdict) -> None:
     candidate = verdict.candidate
     if candidate is None or candidate.line is None:
         return
+    if candidate.rank is not None and candidate.rank != verdict.failing_rank:
+        return  # a stalled rank's verdict rests on the others' timeouts: those lines are not its own
     if any(e.source == candidate.source and e.line == candidate.line for e in events):
         return
     kind = "exception" if candidate.traceback is not None else "error"

@@ -160,6 +160,9 @@ def test_no_page_scrolls_sideways_on_a_phone(chromium_browser, live_server, alic
     incident = make_incident(alpha, diagnosis=sample_diagnosis(256, memory_points=5), title="x" * 120,
                              job_id="job-with-a-very-long-identifier-0123456789abcdef0123456789")
     artifact = add_artifact(incident, "log.txt", two_rank_log() + "[rank1]: " + "y" * 600 + "\n")
+    from django.core.management import call_command
+
+    call_command("create_api_key", alpha.name, name="slurm epilog on login-node-01.cluster.example.org")
     context = chromium_browser.new_context(viewport={"width": 390, "height": 844}, base_url=live_server.url)
     page = context.new_page()
     try:

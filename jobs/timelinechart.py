@@ -49,6 +49,12 @@ X_TITLES = {
     "step": "training step (the logs carry no timestamps)",
     "order": "log order (the logs carry no timestamps or steps)",
 }
+X_TITLES_SHORT = {
+    "wall": "s since the first timestamp (wall clock)",
+    "elapsed": "s of training (tqdm elapsed)",
+    "step": "training step",
+    "order": "log order (no timestamps)",
+}
 _TQDM_ELAPSED = re.compile(r"\[(?:(\d+):)?(\d{1,2}):(\d\d)<")
 _STEP = re.compile(r"(\d+)/(\d+) \[|\bstep[ =:]+(\d+)", re.IGNORECASE)
 
@@ -291,6 +297,7 @@ def timeline(data: dict, link=None) -> dict:
     return {
         "x_mode": mode,
         "x_title": X_TITLES[mode],
+        "x_title_short": X_TITLES_SHORT[mode],
         "start": start_iso,
         "end": end,
         "lanes": [{k: lane[k] for k in ("label", "ranks", "size", "failing", "status", "exit_code", "last_step",

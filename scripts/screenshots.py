@@ -53,6 +53,7 @@ def build_instance(var_dir: Path) -> dict:
     team = Team.objects.get(name="Demo")
     user = team.memberships.first().user
     tree = write_logdir(var_dir / "tree", world=64, failing=3, straggler=41)
+    small = write_logdir(var_dir / "sft-run", world=4, failing=3, nul_in=2)
     archive = var_dir / "run-logs.tar"
     with tarfile.open(archive, "w") as tar:
         tar.add(tree / "run-logs", arcname="run-logs")
@@ -67,7 +68,7 @@ def build_instance(var_dir: Path) -> dict:
                                  meta={"title": "Waiting for a worker"}, enqueue=False)
     ids = {incident.idempotency_key or "": incident.pk for incident in Incident.objects.filter(team=team)}
     artifact = big.artifacts.filter(original_name__endswith="attempt_0/3/stderr.log").first()
-    return {"demos": ids, "big": big.pk, "queued": queued.pk, "big_artifact": artifact.pk if artifact else None}
+    return {"demos": ids, "tree": str(small), "big": big.pk, "queued": queued.pk, "big_artifact": artifact.pk if artifact else None}
 
 
 def pages(ids: dict) -> list[tuple[str, str]]:
@@ -127,6 +128,11 @@ def shoot(base: str, ids: dict) -> None:
                     page.wait_for_timeout(300)
                     suffix = f"{size_name}-dark" if scheme == "dark" else size_name
                     write(page, f"{name}-{suffix}.png")
+                    if name == "upload" and scheme == "light":  # the same page with a log-dir folder picked
+                        page.set_input_files("#folder-input", str(ids["tree"]))
+                        page.wait_for_selector("#upload-file-list li[data-path$='attempt_0/3/stderr.log']")
+                        page.locator("#file-table").scroll_into_view_if_needed()
+                        write(page, f"upload-folder-picked-{suffix}.png")
                     if name == "incident-64-ranks-oom":  # the timeline is below the first screen
                         section = page.locator("section[aria-labelledby=timeline-h]")
                         write_element(section, f"timeline-64-ranks-{suffix}.png")

@@ -15,8 +15,9 @@
     .then(function (data) {
       var lanes = (data.lanes || []).map(function (lane) { return lane.label; });
       var narrow = element.clientWidth < 600;
-      var height = Math.max(260, Math.min(1600, 150 + lanes.length * (narrow ? 30 : 34)));
+      var height = Math.max(260, Math.min(1600, 150 + lanes.length * (narrow ? 44 : 34)));
       element.style.height = height + "px";
+      element.style.minHeight = height + "px";
       element.setAttribute("data-x-mode", data.x_mode || "");
       var fg = cssVar("--fg", "#111827");
       var muted = cssVar("--muted", "#4b5563");
@@ -42,21 +43,29 @@
         var lane = lanes.indexOf(first.lane);
         annotations.push({ xref: "x", x: first.x, yref: "y", y: lane < 0 ? 0 : lanes.length - 1 - lane,
           text: first.label + (data.x_mode === "wall" || data.x_mode === "elapsed" ? " at " + Math.round(first.x) + " s" : ""),
-          showarrow: true, arrowcolor: "#dc2626", ax: 30, ay: -28, xanchor: "left",
+          showarrow: true, arrowcolor: "#dc2626", ax: 30, ay: narrow ? 20 : -28, xanchor: "left",
           font: { size: 12, color: "#dc2626" }, bgcolor: cssVar("--card", "#fff"), bordercolor: "#dc2626" });
       }
+      if (narrow) {
+        // On a phone each lane's name is written above it, across the full width, not squeezed to its left.
+        lanes.forEach(function (label, index) {
+          annotations.push({ xref: "paper", x: 0, yref: "y", y: lanes.length - 1 - index, yshift: 13, xanchor: "left",
+            yanchor: "bottom", text: label, showarrow: false, font: { size: 10, color: muted } });
+        });
+      }
       var layout = {
-        margin: { l: narrow ? 8 : 190, r: 16, t: narrow ? 20 : 50, b: 60 },
+        margin: { l: narrow ? 8 : 190, r: narrow ? 8 : 16, t: narrow ? 30 : 50, b: 60 },
         height: height,
         width: narrow ? element.clientWidth : undefined,
         paper_bgcolor: "rgba(0,0,0,0)",
         plot_bgcolor: "rgba(0,0,0,0)",
         font: { color: fg, size: narrow ? 11 : 12 },
-        xaxis: { title: { text: data.x_title || "", font: { size: narrow ? 11 : 13 } }, zeroline: false,
+        xaxis: { title: { text: (narrow ? data.x_title_short : data.x_title) || "", font: { size: narrow ? 11 : 13 } },
+          zeroline: false,
           gridcolor: grid, rangemode: "tozero" },
         // On a phone the lane labels sit inside the plot, so the chart never grows wider than the screen.
         yaxis: { type: "category", categoryorder: "array", categoryarray: lanes.slice().reverse(), automargin: !narrow,
-          ticklabelposition: narrow ? "inside" : "outside", gridcolor: grid },
+          showticklabels: !narrow, gridcolor: grid },
         legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
         showlegend: !narrow,
         hovermode: "closest",

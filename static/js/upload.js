@@ -105,7 +105,30 @@
     });
   }
 
+  var ORDER = { command: 0, config: 1, data: 2, log: 3, ignore: 4 };
+  var collator = new Intl.Collator(undefined, { numeric: true });
+
+  // Next to the file input, which still says "No file chosen": what the list below holds.
+  function summarise() {
+    var summary = document.getElementById("file-summary");
+    if (!summary) return;
+    if (!entries.length) { summary.textContent = ""; return; }
+    var counts = {};
+    entries.forEach(function (entry) { counts[entry.role] = (counts[entry.role] || 0) + 1; });
+    var parts = [];
+    [["log", "log"], ["command", "launch command"], ["config", "config"], ["data", "data sample"], ["ignore", "ignored"]]
+      .forEach(function (pair) {
+        var count = counts[pair[0]];
+        if (count) parts.push(count + " " + pair[1] + (count > 1 && pair[0] !== "ignore" ? "s" : ""));
+      });
+    summary.textContent = entries.length + " file" + (entries.length > 1 ? "s" : "") + " chosen: " + parts.join(", ");
+  }
+
   function render() {
+    entries.sort(function (a, b) {
+      return (ORDER[a.role] - ORDER[b.role]) || collator.compare(a.path, b.path);
+    });
+    summarise();
     while (list.firstChild) list.removeChild(list.firstChild);
     table.hidden = entries.length === 0;
     entries.forEach(function (entry, index) {

@@ -31,6 +31,9 @@ def test_a_picked_log_dir_folder_keeps_its_ranks_and_routes_each_file(browser_pa
     def role(path_end):
         return page.locator(f"#upload-file-list li[data-path$='{path_end}'] select.file-role").input_value()
 
+    # The input itself says "No file chosen"; the summary beside it says what was picked.
+    assert page.locator("#file-summary").inner_text() == (
+        "11 files chosen: 4 logs, 1 launch command, 1 config, 1 data sample, 4 ignored")
     assert role("command.txt") == "command"
     assert role("ds_zero2.json") == "config"
     assert role("data_sample.jsonl") == "data"

@@ -23,6 +23,16 @@ OUT = REPO / "docs" / "screenshots"
 CHROMIUM = os.environ.get("TRIAGE_TEST_CHROMIUM", "/usr/bin/chromium")
 PASSWORD = "screenshot-password-1"
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
+# The elements (outside charts) that stick out past the viewport, widest first.
+WIDEST = """() => {
+  const limit = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth <= limit) return [];
+  return [...document.querySelectorAll('body *')]
+    .filter(e => e.getBoundingClientRect().right > limit + 1 && !(e.closest('svg') && e.tagName.toLowerCase() !== 'svg'))
+    .sort((a, b) => b.getBoundingClientRect().right - a.getBoundingClientRect().right).slice(0, 3)
+    .map(e => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).split(' ')[0] : '')
+         + ' in #' + ((e.closest('[id]') || {}).id || '') + ' to ' + Math.round(e.getBoundingClientRect().right));
+}"""
 
 
 def free_port() -> int:
@@ -126,8 +136,13 @@ def shoot(base: str, ids: dict) -> None:
                     if page.locator("#memory-chart").count():
                         page.wait_for_selector("#memory-chart .scatterlayer .trace", state="attached")
                     page.wait_for_timeout(300)
+                    wide = page.evaluate(WIDEST)
+                    if wide:
+                        print(f"  ! {url} scrolls sideways at {width} px: {wide}")
                     suffix = f"{size_name}-dark" if scheme == "dark" else size_name
-                    write(page, f"{name}-{suffix}.png")
+                    write(page, f"{name}-{suffix}.png",
+                          page.evaluate("() => [document.documentElement.scrollHeight,"
+                                        " document.documentElement.scrollWidth]"))
                     if name == "upload" and scheme == "light":  # the same page with a log-dir folder picked
                         page.set_input_files("#folder-input", str(ids["tree"]))
                         page.wait_for_selector("#upload-file-list li[data-path$='attempt_0/3/stderr.log']")
@@ -140,9 +155,10 @@ def shoot(base: str, ids: dict) -> None:
         browser.close()
 
 
-def write(page, name: str) -> None:
+def write(page, name: str, extent=None) -> None:
     size = save_small(page.screenshot(), OUT / name)
-    print(f"  {name:<44} {size // 1024:>4} KB")
+    whole = f"   page {extent[0]:>5} px tall, {extent[1]:>4} px wide" if extent else ""
+    print(f"  {name:<44} {size // 1024:>4} KB{whole}")
 
 
 def write_element(locator, name: str) -> None:

@@ -160,7 +160,10 @@ def _too_wide(page) -> list:
 
 
 def test_no_page_scrolls_sideways_on_a_phone(chromium_browser, live_server, alice, alpha, make_incident):
-    incident = make_incident(alpha, diagnosis=sample_diagnosis(256, memory_points=5), title="x" * 120,
+    diagnosis = sample_diagnosis(256, memory_points=5)
+    diagnosis["fixes"][0]["title"] = "Set --per_device_train_batch_size_or_another_flag_with_a_very_long_name=4"
+    diagnosis["fixes"][0]["kind"] = "enable_gradient_checkpointing_with_a_long_kind"
+    incident = make_incident(alpha, diagnosis=diagnosis, title="x" * 120,
                              job_id="job-with-a-very-long-identifier-0123456789abcdef0123456789")
     artifact = add_artifact(incident, "log.txt", two_rank_log() + "[rank1]: " + "y" * 600 + "\n")
     from django.core.management import call_command

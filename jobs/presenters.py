@@ -361,6 +361,18 @@ def fixes(data: dict, original_command: str) -> list[dict]:
         env = as_dict(fix.get("env"))
         diff_pieces = command_diff(original_command, command) if command and original_command else []
         diff = fix.get("diff")
+        command_changed = any(piece["op"] != "same" for piece in diff_pieces)
+        diff_text = diff if isinstance(diff, str) else (text(diff) if diff else "")
+        changes = _change_rows(fix.get("changes"))
+        # One change shown once: when the inline diff against the original command shows it, the
+        # unified diff of that same command and the per-flag list say it again, so they go.
+        if command_changed and diff_text.lstrip().startswith("--- command"):
+            diff_text = ""
+        if command_changed:
+            changes = [row for row in changes if row["where"] not in ("script", "launcher", "command", "env")]
+        env_line = " ".join(f"{k}={shlex.quote(text(v))}" for k, v in env.items())
+        if env_line and command and all(f"{text(k)}=" in command for k in env):
+            env_line = ""  # the corrected command already starts with the variables
         shown.append({
             "index": index,
             "kind": text(fix.get("kind")) or "fix",
@@ -368,11 +380,11 @@ def fixes(data: dict, original_command: str) -> list[dict]:
             "why": text(fix.get("why")),
             "command": command,
             "command_diff": diff_pieces,
-            "command_changed": any(piece["op"] != "same" for piece in diff_pieces),
-            "diff_text": diff if isinstance(diff, str) else (text(diff) if diff else ""),
+            "command_changed": command_changed,
+            "diff_text": diff_text,
             "env": [(text(k), text(v)) for k, v in env.items()],
-            "env_line": " ".join(f"{k}={shlex.quote(text(v))}" for k, v in env.items()),
-            "changes": _change_rows(fix.get("changes")),
+            "env_line": env_line,
+            "changes": changes,
             # Steps to run before the corrected command (e.g. the data converter), and remarks
             # such as the kept global batch.
             "shell": [text(line) for line in as_list(fix.get("shell")) if text(line)],
@@ -390,9 +402,7 @@ def top_fix(fixes_shown: list[dict]) -> dict | None:
         if not fix["applicable"]:
             continue
         if fix["command"]:
-            # Some corrected commands already start with the variables: never write them twice.
-            env_missing = fix["env_line"] and not all(f"{key}=" in fix["command"] for key, _ in fix["env"])
-            copy, label = (f"{fix['env_line']} {fix['command']}" if env_missing else fix["command"]), "Command"
+            copy, label = (f"{fix['env_line']} {fix['command']}" if fix["env_line"] else fix["command"]), "Command"
             if fix["shell"]:  # e.g. the data converter: it must run before the corrected command
                 copy, label = "\n".join([*fix["shell"], copy]), "Run, then launch"
         elif fix["shell"]:

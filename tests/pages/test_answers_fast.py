@@ -94,3 +94,21 @@ def test_folder_paths_are_cleaned_and_a_mismatched_list_is_ignored(tmp_path: Pat
     with tarfile.open(bundled[1].temporary_file_path()) as archive:
         assert archive.getnames() == ["dir/sub/y.log"]
     bundled[1].close()
+
+
+def test_a_command_change_is_shown_once_not_four_ways():
+    original = "torchrun --nproc_per_node=2 train.py --per_device_train_batch_size 8"
+    fixed = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun --nproc_per_node=2 train.py " \
+            "--per_device_train_batch_size 4"
+    shown = presenters.fixes({"fixes": [{
+        "kind": "reduce_batch_size", "title": "Halve the batch", "command": fixed,
+        "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+        "diff": "--- command\n+++ command (fixed)\n@@ -1 +1 @@\n-" + original + "\n+" + fixed + "\n",
+        "changes": [{"where": "script", "flag": "--per_device_train_batch_size", "old": "8", "new": "4"},
+                    {"where": "config", "file": "ds.json", "key": "train_micro_batch_size_per_gpu", "new": 4}],
+    }]}, original)[0]
+    assert shown["command_changed"] and any(piece["op"] == "added" for piece in shown["command_diff"])
+    assert shown["diff_text"] == ""  # the inline diff already shows it
+    assert [row["file"] for row in shown["changes"]] == ["ds.json"]  # the config change stays
+    assert shown["env_line"] == ""  # the command already sets it: never written twice
+    assert presenters.top_fix([shown])["copy"] == fixed

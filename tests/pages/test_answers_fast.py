@@ -112,3 +112,29 @@ def test_a_command_change_is_shown_once_not_four_ways():
     assert [row["file"] for row in shown["changes"]] == ["ds.json"]  # the config change stays
     assert shown["env_line"] == ""  # the command already sets it: never written twice
     assert presenters.top_fix([shown])["copy"] == fixed
+
+
+def test_the_rank_only_link_finds_the_line_in_a_combined_log(alice_client, alpha, make_incident):
+    import re
+
+    diagnosis = sample_diagnosis(2)
+    diagnosis["evidence"] = [{"source": "log.txt", "line": 6, "text": "KeyError: 'conversations'"}]
+    incident = make_incident(alpha, diagnosis=diagnosis)
+    from tests.pages.factories import two_rank_log
+
+    add_artifact(incident, "log.txt", two_rank_log())
+    body = alice_client.get(reverse("jobs:incident_detail", args=[incident.pk])).content.decode()
+    link = re.search(r'class="rank-link" href="([^"]+)"', body).group(1).replace("&amp;", "&")
+    page = alice_client.get(link).content.decode()
+    assert "KeyError: &#x27;conversations&#x27;" in page and "No lines here" not in page
+
+
+def test_a_per_rank_file_offers_no_rank_filter_that_would_find_nothing(alice_client, alpha, make_incident):
+    diagnosis = sample_diagnosis(2)
+    diagnosis["evidence"] = [{"source": "attempt_0/1/stderr.log", "line": 2, "text": "KeyError: 'conversations'"}]
+    incident = make_incident(alpha, diagnosis=diagnosis)
+    add_artifact(incident, "attempt_0/1/stderr.log", "Traceback (most recent call last):\nKeyError: 'conversations'\n")
+    body = alice_client.get(reverse("jobs:incident_detail", args=[incident.pk])).content.decode()
+    evidence = body[body.index('id="evidence"'):body.index('id="timeline-h"')]
+    assert 'class="log-link"' in evidence and 'class="rank-link"' not in evidence
+    assert ">rank 1</span>" in evidence  # the rank is still named, once, from the verdict

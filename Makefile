@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 export PYTHON VENV
 
-.PHONY: venv run test bench lint screenshots
+.PHONY: venv run test bench lint
 
 venv:
 	@scripts/bootstrap-venv.sh
@@ -25,5 +25,6 @@ lint: venv
 	$(PY) -m ruff check .
 
 # Every page at 1440x900 and 390x844 into docs/screenshots/ (a throw-away instance, real Chromium).
+.PHONY: screenshots
 screenshots: venv
 	$(PY) scripts/screenshots.py

@@ -361,18 +361,6 @@ def fixes(data: dict, original_command: str) -> list[dict]:
         env = as_dict(fix.get("env"))
         diff_pieces = command_diff(original_command, command) if command and original_command else []
         diff = fix.get("diff")
-        command_changed = any(piece["op"] != "same" for piece in diff_pieces)
-        diff_text = diff if isinstance(diff, str) else (text(diff) if diff else "")
-        changes = _change_rows(fix.get("changes"))
-        # One change shown once: when the inline diff against the original command shows it, the
-        # unified diff of that same command and the per-flag list say it again, so they go.
-        if command_changed and diff_text.lstrip().startswith("--- command"):
-            diff_text = ""
-        if command_changed:
-            changes = [row for row in changes if row["where"] not in ("script", "launcher", "command", "env")]
-        env_line = " ".join(f"{k}={shlex.quote(text(v))}" for k, v in env.items())
-        if env_line and command and all(f"{text(k)}=" in command for k in env):
-            env_line = ""  # the corrected command already starts with the variables
         shown.append({
             "index": index,
             "kind": text(fix.get("kind")) or "fix",
@@ -380,11 +368,11 @@ def fixes(data: dict, original_command: str) -> list[dict]:
             "why": text(fix.get("why")),
             "command": command,
             "command_diff": diff_pieces,
-            "command_changed": command_changed,
-            "diff_text": diff_text,
+            "command_changed": any(piece["op"] != "same" for piece in diff_pieces),
+            "diff_text": diff if isinstance(diff, str) else (text(diff) if diff else ""),
             "env": [(text(k), text(v)) for k, v in env.items()],
-            "env_line": env_line,
-            "changes": changes,
+            "env_line": " ".join(f"{k}={shlex.quote(text(v))}" for k, v in env.items()),
+            "changes": _change_rows(fix.get("changes")),
             # Steps to run before the corrected command (e.g. the data converter), and remarks
             # such as the kept global batch.
             "shell": [text(line) for line in as_list(fix.get("shell")) if text(line)],
@@ -394,30 +382,6 @@ def fixes(data: dict, original_command: str) -> list[dict]:
             "verified": fix.get("verified") if isinstance(fix.get("verified"), bool) else None,
         })
     return shown
-
-
-def top_fix(fixes_shown: list[dict]) -> dict | None:
-    """The first fix that applies, with the one text to copy: the command, else what to run or set."""
-    for fix in fixes_shown:
-        if not fix["applicable"]:
-            continue
-        if fix["command"]:
-            copy, label = (f"{fix['env_line']} {fix['command']}" if fix["env_line"] else fix["command"]), "Command"
-            if fix["shell"]:  # e.g. the data converter: it must run before the corrected command
-                copy, label = "\n".join([*fix["shell"], copy]), "Run, then launch"
-        elif fix["shell"]:
-            copy, label = "\n".join(fix["shell"]), "Run"
-        elif fix["env_line"]:
-            copy, label = fix["env_line"], "Environment"
-        elif fix["changes"]:
-            copy = "\n".join(f"{row['key'] or row['file']}: {row['new']}" if row["key"] or row["file"] else row["raw"]
-                             for row in fix["changes"])
-            label = "Change"
-        else:
-            copy, label = "", ""
-        return {"title": fix["title"] or fix["kind"], "kind": fix["kind"], "why": fix["why"], "copy": copy,
-                "copy_label": label, "index": fix["index"]}
-    return None
 
 
 def estimate(data: dict) -> dict | None:

@@ -145,7 +145,7 @@ def shoot(base: str, ids: dict) -> None:
                                         " document.documentElement.scrollWidth]"))
                     if name == "upload" and scheme == "light":  # the same page with a log-dir folder picked
                         page.set_input_files("#folder-input", str(ids["tree"]))
-                        page.wait_for_selector("#upload-file-list li[data-path$='attempt_0/3/stderr.log']")
+                        page.wait_for_selector("#upload-file-list li[data-path$='attempt_0/3/stderr.log'][data-sniffed]")
                         page.locator("#file-table").scroll_into_view_if_needed()
                         write(page, f"upload-folder-picked-{suffix}.png")
                     if name == "incident-64-ranks-oom":  # the timeline is below the first screen

@@ -10,8 +10,9 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from jobs import chartseries as series
-from jobs import logfiles, timelinechart
+from jobs import logfiles
 from jobs.models import Diagnosis
+from jobs.timelinechart import timeline as timeline_traces
 from jobs.views.incidents import visible_incident
 
 CACHE_SECONDS = 3600
@@ -60,7 +61,8 @@ def log_linker(incident):
 def timeline_json(request, pk):
     incident = visible_incident(request, pk)
     link = log_linker(incident)
-    return _cached_chart(incident, "timeline", ("ranks", "failing_rank", "root_cause", "evidence"), lambda data: timelinechart.timeline(data, link))
+    keys = ("ranks", "failing_rank", "root_cause", "evidence")
+    return _cached_chart(incident, "timeline", keys, lambda data: timeline_traces(data, link))
 
 
 @login_required

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from jobs import presenters
 from jobs.models import Diagnosis, Incident
+from jobs.topfix import top_fix
 from knowledge.services import recognise
 
 PAGE_SIZE = 50
@@ -129,7 +130,7 @@ def incident_detail(request, pk):
             "has_memory": bool(data["memory"]["series"]),
             "knowledge": recognise(incident),
         })
-        context["top_fix"] = presenters.top_fix(context["fixes"])
+        context["top_fix"] = top_fix(context["fixes"])
         raw = dict(data, memory={"estimate": data["memory"]["estimate"], "series": "left out: see the API"})
         context["raw_json"], context["raw_json_cut"] = presenters.raw_json(raw)
     return render(request, "jobs/incident_detail.html", context)

@@ -64,29 +64,34 @@
     return "log";
   }
 
+  // Listed at once (roles guessed from the names), then refined from each file's first bytes.
   function addFiles(items) {
-    var pending = items.map(function (item) {
-      return readHead(item.file).then(function (bytes) {
+    var added = items.map(function (item) {
+      var path = item.path || item.file.name;
+      var entry = { file: item.file, path: path, role: guessRole(path, ""), note: "", problem: "", sniffed: false };
+      if (item.file.size === 0) {
+        entry.role = "ignore";
+        entry.note = "empty: ignored";
+      }
+      var same = entries.findIndex(function (other) { return other.path === entry.path; });
+      if (same >= 0) entries[same] = entry; else entries.push(entry);
+      return entry;
+    });
+    checkSingles();
+    render();
+    return Promise.all(added.map(function (entry) {
+      return readHead(entry.file).then(function (bytes) {
         var stats = binaryShare(bytes);
         var text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
-        var entry = { file: item.file, path: item.path || item.file.name, role: guessRole(item.path || item.file.name, text),
-          note: "", problem: "" };
-        if (item.file.size === 0) {
-          entry.role = "ignore";
-          entry.note = "empty: ignored";
-        } else if (!isArchive(entry.path) && stats.share > 0.3) {
+        if (entry.file.size > 0 && !entry.chosen) entry.role = guessRole(entry.path, text);
+        if (!isArchive(entry.path) && stats.share > 0.3) {
           entry.problem = "binary, not a log: the server will refuse it";
         } else if (!isArchive(entry.path) && stats.nul) {
           entry.note = "has NUL bytes: kept, shown as \uFFFD";
         }
-        return entry;
-      });
-    });
-    return Promise.all(pending).then(function (added) {
-      added.forEach(function (entry) {
-        var same = entries.findIndex(function (other) { return other.path === entry.path; });
-        if (same >= 0) entries[same] = entry; else entries.push(entry);
-      });
+        entry.sniffed = true;
+      }, function () { entry.sniffed = true; });
+    })).then(function () {
       checkSingles();
       render();
     });
@@ -135,6 +140,7 @@
       var item = document.createElement("li");
       item.className = "file-item" + (entry.problem ? " has-problem" : "") + (entry.role === "ignore" ? " ignored" : "");
       item.setAttribute("data-path", entry.path);
+      if (entry.sniffed) item.setAttribute("data-sniffed", "");
       var name = document.createElement("span");
       name.className = "file-name";
       name.textContent = entry.path;
@@ -151,7 +157,12 @@
         option.selected = role[0] === entry.role;
         select.appendChild(option);
       });
-      select.addEventListener("change", function () { entry.role = select.value; checkSingles(); render(); });
+      select.addEventListener("change", function () {
+        entry.role = select.value;
+        entry.chosen = true;  // the user's word beats the guess from the content
+        checkSingles();
+        render();
+      });
       var remove = document.createElement("button");
       remove.type = "button";
       remove.className = "link remove";

@@ -26,7 +26,7 @@ def test_a_picked_log_dir_folder_keeps_its_ranks_and_routes_each_file(browser_pa
     log_in(page, "alice")
     page.goto("/incidents/new/")
     page.set_input_files("#folder-input", str(root))
-    page.wait_for_selector("#upload-file-list li[data-path$='attempt_0/3/stderr.log']")
+    page.wait_for_selector("#upload-file-list li[data-path$='attempt_0/3/stderr.log'][data-sniffed]")
 
     def role(path_end):
         return page.locator(f"#upload-file-list li[data-path$='{path_end}'] select.file-role").input_value()
@@ -95,7 +95,8 @@ def test_a_nul_byte_file_is_kept_with_a_note_and_an_empty_one_ignored(browser_pa
     page.goto("/incidents/new/")
     page.set_input_files("#upload-form input[type=file][name=logs]",
                          [str(tmp_path / name) for name in ("stderr.log", "stdout.log", "weights.bin")])
-    page.wait_for_selector("#upload-file-list li[data-path='weights.bin']")
+    page.wait_for_selector("#upload-file-list li[data-path='weights.bin'][data-sniffed]")
+    page.wait_for_selector("#upload-file-list li[data-path='stderr.log'][data-sniffed]")
     assert "NUL bytes: kept" in page.locator("#upload-file-list li[data-path='stderr.log']").inner_text()
     assert "empty: ignored" in page.locator("#upload-file-list li[data-path='stdout.log']").inner_text()
     binary = page.locator("#upload-file-list li[data-path='weights.bin']")

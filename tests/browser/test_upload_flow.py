@@ -7,25 +7,23 @@ import jobs.tasks
 import jobs.uploads
 from jobs.models import Incident
 from tests.browser.conftest import log_in
-from tests.pages.factories import SMALL_COMMAND, two_rank_log
+from tests.conftest import SHARED_CORPUS
 
 pytestmark = pytest.mark.browser
+CASE = SHARED_CORPUS / "probe-keyerror-tee"
 
 
-def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice, monkeypatch, screenshots, tmp_path):
+def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice, monkeypatch, screenshots):
     page = browser_page
-    log = tmp_path / "log.txt"
-    log.write_text(two_rank_log())
     queued = []
     # The test plays the Celery worker: nothing goes to the broker.
     monkeypatch.setattr(jobs.uploads, "_enqueue", queued.append)
 
     log_in(page, "alice")
     page.goto("/incidents/new/")
-    page.set_input_files("#upload-form input[type=file][name=logs]", [str(log)])
-    page.wait_for_selector("#upload-file-list li[data-path='log.txt']")
-    page.fill("#upload-form [name=command]", SMALL_COMMAND)
-    page.click("#upload-form details.more-fields summary")
+    page.set_input_files("#upload-form input[type=file][name=logs]", [str(CASE / "log.txt")])
+    assert "log.txt" in page.locator("#upload-file-list").inner_text()
+    page.fill("#upload-form [name=command]", (CASE / "command.txt").read_text().strip())
     page.fill("#upload-form [name=job_id]", "probe-keyerror-tee")
     page.click("#upload-form [type=submit]")
     page.wait_for_url(re.compile(r"/incidents/\d+/$"))
@@ -81,7 +79,6 @@ def test_it_uploads_files_dropped_on_the_drop_zone(browser_page, alice, monkeypa
         zone.dispatchEvent(new DragEvent("dragover", {dataTransfer: transfer, bubbles: true, cancelable: true}));
         zone.dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true, cancelable: true}));
     }""")
-    page.wait_for_selector("#upload-file-list li[data-path='rank1.log']")
     listed = page.locator("#upload-file-list").inner_text()
     assert "rank0.log" in listed and "rank1.log" in listed
     page.click("#upload-form [type=submit]")

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from jobs import folderupload, logfiles, presenters
 from jobs.models import Incident
+from jobs.topfix import top_fix
 from tests.pages.factories import add_artifact, sample_diagnosis
 
 
@@ -45,10 +46,10 @@ def test_the_top_fix_is_the_first_that_applies_with_one_thing_to_copy():
         {"kind": "reduce_batch_size", "title": "already done", "applicable": False, "command": "x"},
         {"kind": "increase_shm", "title": "More shared memory", "shell": ["docker run --shm-size 16g ..."]},
     ]}, "")
-    top = presenters.top_fix(shown)
+    top = top_fix(shown)
     assert top["title"] == "More shared memory" and top["copy"] == "docker run --shm-size 16g ..."
     assert top["copy_label"] == "Run"
-    assert presenters.top_fix([]) is None
+    assert top_fix([]) is None
 
 
 def test_evidence_comes_from_the_file_it_names_not_another_ranks_file_of_the_same_name(alpha, make_incident):
@@ -96,22 +97,15 @@ def test_folder_paths_are_cleaned_and_a_mismatched_list_is_ignored(tmp_path: Pat
     bundled[1].close()
 
 
-def test_a_command_change_is_shown_once_not_four_ways():
-    original = "torchrun --nproc_per_node=2 train.py --per_device_train_batch_size 8"
-    fixed = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun --nproc_per_node=2 train.py " \
-            "--per_device_train_batch_size 4"
-    shown = presenters.fixes({"fixes": [{
-        "kind": "reduce_batch_size", "title": "Halve the batch", "command": fixed,
-        "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
-        "diff": "--- command\n+++ command (fixed)\n@@ -1 +1 @@\n-" + original + "\n+" + fixed + "\n",
-        "changes": [{"where": "script", "flag": "--per_device_train_batch_size", "old": "8", "new": "4"},
-                    {"where": "config", "file": "ds.json", "key": "train_micro_batch_size_per_gpu", "new": 4}],
-    }]}, original)[0]
-    assert shown["command_changed"] and any(piece["op"] == "added" for piece in shown["command_diff"])
-    assert shown["diff_text"] == ""  # the inline diff already shows it
-    assert [row["file"] for row in shown["changes"]] == ["ds.json"]  # the config change stays
-    assert shown["env_line"] == ""  # the command already sets it: never written twice
-    assert presenters.top_fix([shown])["copy"] == fixed
+def test_the_top_fix_never_writes_its_environment_twice():
+    command = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun train.py --per_device_train_batch_size 4"
+    fix = {"kind": "fix_config", "title": "Grow segments", "command": command,
+           "env": [("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"), ("NCCL_DEBUG", "INFO")]}
+    assert top_fix([fix])["copy"] == "NCCL_DEBUG=INFO " + command
+    assert top_fix([{"kind": "set_nccl_env", "env": {"NCCL_P2P_DISABLE": "1"}}])["copy"] == "NCCL_P2P_DISABLE=1"
+    converter = {"kind": "convert_data_format", "title": "Convert", "command": "torchrun train.py",
+                 "shell": ["python -m triage convert-data --to sharegpt a.json b.json"]}
+    assert top_fix([converter])["copy"].splitlines() == [converter["shell"][0], "torchrun train.py"]
 
 
 def test_the_rank_only_link_finds_the_line_in_a_combined_log(alice_client, alpha, make_incident):

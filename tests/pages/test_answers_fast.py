@@ -42,10 +42,10 @@ def test_the_verdict_states_the_rank_once_and_puts_the_change_first(alice_client
 
 
 def test_the_top_fix_is_the_first_that_applies_with_one_thing_to_copy():
-    shown = presenters.fixes({"fixes": [
+    shown = [
         {"kind": "reduce_batch_size", "title": "already done", "applicable": False, "command": "x"},
         {"kind": "increase_shm", "title": "More shared memory", "shell": ["docker run --shm-size 16g ..."]},
-    ]}, "")
+    ]
     top = top_fix(shown)
     assert top["title"] == "More shared memory" and top["copy"] == "docker run --shm-size 16g ..."
     assert top["copy_label"] == "Run"

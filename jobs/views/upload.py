@@ -88,7 +88,11 @@ def upload_page(request):
         shutil.rmtree(workdir, ignore_errors=True)
     url = reverse("jobs:incident_detail", args=[incident.pk])
     if wants_json(request):
-        return JsonResponse({"id": incident.pk, "url": url}, status=201)
+        # Per-file notes from the upload service (an empty file ignored, ...), shown on the file's row.
+        body = {"id": incident.pk, "url": url}
+        if notes := list(getattr(incident, "upload_notes", None) or []):
+            body["notes"] = notes
+        return JsonResponse(body, status=201)
     return redirect(url)
 
 

@@ -329,8 +329,24 @@
       try { body = JSON.parse(request.responseText); } catch (error) { body = null; }
       if (request.status >= 200 && request.status < 300 && body && body.url) {
         progress.value = 100;
-        message.textContent = "Uploaded. Opening the incident…";
-        window.location.assign(body.url);
+        var notes = Array.isArray(body.notes) ? body.notes : [];
+        if (!notes.length) {
+          message.textContent = "Uploaded. Opening the incident…";
+          window.location.assign(body.url);
+          return;
+        }
+        // The server kept the upload but said something about some files: show it on them first.
+        notes.forEach(function (note) {
+          var said = String((note && (note.message || note.code)) || "");
+          var file = String((note && note.file) || "");
+          entries.forEach(function (entry) {
+            if (file && (entry.path === file || entry.path.slice(-file.length - 1) === "/" + file)) entry.note = said;
+          });
+        });
+        render();
+        message.textContent = "Uploaded, with " + notes.length + " note" + (notes.length > 1 ? "s" : "") +
+          " on the files above. Opening the incident…";
+        window.setTimeout(function () { window.location.assign(body.url); }, 3000);
         return;
       }
       if (button) button.disabled = false;

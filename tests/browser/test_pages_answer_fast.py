@@ -226,3 +226,27 @@ def test_a_queued_job_shows_its_wait_and_says_when_no_worker_took_it(browser_pag
     page.goto(f"/incidents/{fresh.pk}/")
     page.wait_for_selector("#progress-elapsed")
     assert page.locator("#no-worker").is_hidden()  # a job queued a moment ago is not a worry yet
+
+
+def test_clicking_the_first_failure_opens_the_log_at_its_line(browser_page, alice, alpha, make_incident):
+    page = browser_page
+    diagnosis = sample_diagnosis(2)
+    error = next(e for e in diagnosis["ranks"][1]["events"] if e["kind"] == "error")
+    error.update(source="log.txt", line=6, t=300.0)  # well apart from the other events: one point under the mouse
+    diagnosis["root_cause"]["evidence"] = [{"source": "log.txt", "line": 6, "text": error["text"]}]
+    incident = make_incident(alpha, diagnosis=diagnosis)
+    add_artifact(incident, "log.txt", two_rank_log())
+    log_in(page, "alice")
+    page.goto(f"/incidents/{incident.pk}/")
+    page.wait_for_selector("#timeline-chart .scatterlayer .trace", state="attached")
+    page.locator("#timeline-chart").scroll_into_view_if_needed()
+    marker = page.locator("#timeline-chart .scatterlayer .trace").last.locator(".point").first
+    box = marker.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2 - 20, box["y"] + box["height"] / 2 + 10)
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=5)
+    page.wait_for_selector("#timeline-chart .hoverlayer .hovertext", state="attached")
+    hover = page.locator("#timeline-chart .hoverlayer").text_content()
+    assert "log.txt:6" in hover and "KeyError" in hover  # the log line, at its place
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_url(re.compile(r"/artifacts/\d+/\?line=6#L6$"))
+    assert "KeyError" in page.locator(".ln.hit, .hit").first.inner_text()

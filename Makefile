@@ -35,3 +35,8 @@ bench: venv
 
 lint: venv
 	$(PY) -m ruff check .
+
+# Every page at 1440x900 and 390x844 into docs/screenshots/ (a throw-away instance, real Chromium).
+.PHONY: screenshots
+screenshots: venv
+	$(PY) scripts/screenshots.py

@@ -211,10 +211,18 @@ def find_artifact(artifacts, source: str):
     for artifact in logs:
         if artifact.original_name == str(source):
             return artifact, ""
+    # A path suffix on either side ("run-logs/attempt_0/3/stderr.log" vs "attempt_0/3/stderr.log"), then
+    # the bare file name, but only when one artifact has it: four ranks' "stderr.log" are four files.
+    source_text = str(source_path)
     for artifact in logs:
-        stored = PurePosixPath(artifact.original_name)
-        if source_path.name == stored.name or str(source_path).endswith("/" + artifact.original_name):
+        if source_text.endswith("/" + str(artifact.original_name).replace("\\", "/")):
             return artifact, ""
+    longer = [a for a in logs if str(a.original_name).replace("\\", "/").endswith("/" + source_text)]
+    if len(longer) == 1:
+        return longer[0], ""
+    same_name = [a for a in logs if PurePosixPath(str(a.original_name).replace("\\", "/")).name == source_path.name]
+    if len(same_name) == 1:
+        return same_name[0], ""
     # "archive.zip/logs/0/stdout.log" or "archive.zip:logs/..." or a bare member path.
     for artifact in logs:
         if not is_archive(artifact):

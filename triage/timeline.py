@@ -1,7 +1,14 @@
-"""Per-rank status and events for the timeline, bounded per rank."""
+"""Per-rank status and events for the timeline, bounded per rank.
+
+Events carry the wall-clock time (epoch seconds) wherever their line has a timestamp: a rank's
+first line and the launcher's exit lines are parsed for one too. Progress events name the file
+they were read from (the rank's own file). The failing rank's deciding line is always one of its
+events, so its lane never shows only the signal that ended it.
+"""
 
 from __future__ import annotations
 
+from triage import timestamps
 from triage.collected import Collected
 from triage.decide import Verdict
 from triage.diagnosis import Event, RankStatus
@@ -28,6 +35,8 @@ def rank_statuses(
     out = []
     for rank in sorted(ranks)[:limit_ranks]:
         events = _events(collected, rank)
+        if rank == verdict.failing_rank:
+            _add_deciding_line(events, verdict)
         exit_item = launcher.exit_for(rank) or _exit_by_local(collected, rank)
         exit_code = exit_item.exit_code if exit_item else None
         signal = exit_item.signal if exit_item else None
@@ -74,20 +83,47 @@ def _exit_by_local(collected: Collected, rank: int):
     return None
 
 
+def _add_deciding_line(events: list[Event], verdict: Verdict) -> None:
+    """The failing rank's lane shows the line the verdict rests on, even when no hit was kept for it."""
+    candidate = verdict.candidate
+    if candidate is None or candidate.line is None:
+        return
+    if candidate.rank is not None and candidate.rank != verdict.failing_rank:
+        return  # a stalled rank's verdict rests on the others' timeouts: those lines are not its own
+    if any(e.source == candidate.source and e.line == candidate.line for e in events):
+        return
+    kind = "exception" if candidate.traceback is not None else "error"
+    events.append(
+        Event(t=candidate.t, seq=candidate.seq, kind=kind, text=(candidate.text or "")[:300],
+              source=candidate.source, line=candidate.line)
+    )
+    events.sort(key=lambda event: event.seq)
+
+
+def _when(text: str, year: int | None) -> float | None:
+    try:
+        return timestamps.parse(text or "", year)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _events(collected: Collected, rank: int) -> list[Event]:
     track = collected.tracks.get(rank)
     events: list[Event] = []
+    own_source = None
     if track is not None and track.first_line is not None:
         source, line, text = track.first_line
+        own_source = source
         events.append(
-            Event(t=None, seq=track.first_seq or 0, kind="started", text=text, source=source, line=line)
+            Event(t=_when(text, collected.year), seq=track.first_seq or 0, kind="started", text=text,
+                  source=source, line=line)
         )
     if track is not None and track.first_progress is not None:
         line, text, t, step = track.first_progress
-        events.append(Event(t=t, seq=line, kind="progress", text=text, line=line))
+        events.append(Event(t=t, seq=line, kind="progress", text=text, source=own_source, line=line))
     if track is not None and track.last_progress is not None and track.last_progress != track.first_progress:
         line, text, t, step = track.last_progress
-        events.append(Event(t=t, seq=line, kind="last_progress", text=text, line=line))
+        events.append(Event(t=t, seq=line, kind="last_progress", text=text, source=own_source, line=line))
     hits = [hit for hit in collected.hits if hit.rank == rank]
     for hit in hits[:10]:
         kind = "warning" if hit.demoted or hit.rule.role == "hint" else "error"
@@ -115,7 +151,7 @@ def _events(collected: Collected, rank: int) -> list[Event]:
             kind = "sigterm" if item.exit_code == -15 or item.signal == "SIGTERM" else "exit"
             events.append(
                 Event(
-                    t=None,
+                    t=_when(item.text, collected.year),
                     seq=10**9 + item.line,
                     kind=kind,
                     text=item.text[:300] or f"exit code {item.exit_code}",

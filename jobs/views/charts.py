@@ -12,6 +12,7 @@ from django.utils.http import urlencode
 from jobs import chartseries as series
 from jobs import logfiles, memorychart
 from jobs.models import Diagnosis
+from jobs.timelinechart import timeline as timeline_traces
 from jobs.views.incidents import visible_incident
 
 CACHE_SECONDS = 3600
@@ -60,7 +61,8 @@ def log_linker(incident):
 def timeline_json(request, pk):
     incident = visible_incident(request, pk)
     link = log_linker(incident)
-    return _cached_chart(incident, "timeline", ("ranks", "failing_rank"), lambda data: series.timeline(data, link))
+    keys = ("ranks", "failing_rank", "root_cause", "evidence")
+    return _cached_chart(incident, "timeline", keys, lambda data: timeline_traces(data, link))
 
 
 @login_required

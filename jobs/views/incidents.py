@@ -15,6 +15,7 @@ from django.urls import reverse
 from jobs import fixview, presenters
 from jobs.memorychart import show_memory
 from jobs.models import Diagnosis, Incident
+from jobs.topfix import top_fix
 
 PAGE_SIZE = 50
 LIST_COLUMNS = ("id", "title", "job_id", "status", "category", "exception", "failing_rank", "summary",
@@ -129,6 +130,7 @@ def incident_detail(request, pk):
             "has_ranks": bool(presenters.as_list(data.get("ranks"))),
             "has_memory": bool(data["memory"]["series"]),
         })
+        context["top_fix"] = top_fix(context["fixes"])
         raw = dict(data, memory={"estimate": data["memory"]["estimate"], "series": "left out: see the API"})
         context["raw_json"], context["raw_json_cut"] = presenters.raw_json(raw)
     return render(request, "jobs/incident_detail.html", context)

@@ -1,4 +1,8 @@
 """The upload page: files or a pasted log in, a queued incident out (HTML redirect or JSON for XHR)."""
+import shutil
+import tempfile
+from pathlib import Path
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
@@ -8,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
+from jobs.folderupload import BundledFolder, bundle
 from jobs.forms import UploadForm
 from jobs.models import Team
 from jobs.uploads import UploadRejected, create_incident
@@ -65,16 +70,29 @@ def upload_page(request):
         return rejected(request, UploadRejected(" ".join(errors), code="bad_field",
                                                 field=None if field == "__all__" else field), form=form)
     data = form.cleaned_data
+    workdir = Path(tempfile.mkdtemp(prefix="triage-folder-"))
+    logs = []
     try:
+        # A folder's files come with their relative paths (log_paths, in the order of the files).
+        logs = bundle(data["logs"], request.POST.getlist("log_paths"), workdir)
         incident = create_incident(
-            team=form.chosen_team(), user=request.user, logs=data["logs"], command=data["command"],
+            team=form.chosen_team(), user=request.user, logs=logs, command=data["command"],
             config=data["config"], data=data["data"], pasted_log=data["pasted_log"], meta=form.meta(),
         )
     except UploadRejected as exc:
         return rejected(request, exc, form=form)
+    finally:
+        for upload in logs:
+            if isinstance(upload, BundledFolder):
+                upload.close()
+        shutil.rmtree(workdir, ignore_errors=True)
     url = reverse("jobs:incident_detail", args=[incident.pk])
     if wants_json(request):
-        return JsonResponse({"id": incident.pk, "url": url}, status=201)
+        # Per-file notes from the upload service (an empty file ignored, ...), shown on the file's row.
+        body = {"id": incident.pk, "url": url}
+        if notes := list(getattr(incident, "upload_notes", None) or []):
+            body["notes"] = notes
+        return JsonResponse(body, status=201)
     return redirect(url)
 
 

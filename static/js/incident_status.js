@@ -7,6 +7,20 @@
   var order = ["queued", "diagnosing", "diagnosed"];
   var delay = 1000;
   var text = document.getElementById("progress-text");
+  var elapsed = document.getElementById("progress-elapsed");
+  var noWorker = document.getElementById("no-worker");
+  var created = Date.parse(card.getAttribute("data-created") || "") || Date.now();
+  // Queued this long with no worker claiming it: say so instead of spinning silently.
+  var NO_WORKER_AFTER_S = Number(card.getAttribute("data-no-worker-after") || 15);
+
+  function tick() {
+    var seconds = Math.max(0, Math.round((Date.now() - created) / 1000));
+    var minutes = Math.floor(seconds / 60);
+    if (elapsed) elapsed.textContent = minutes + ":" + String(seconds % 60).padStart(2, "0");
+    if (noWorker) noWorker.hidden = !(card.getAttribute("data-status") === "queued" && seconds >= NO_WORKER_AFTER_S);
+  }
+  tick();
+  window.setInterval(tick, 1000);
 
   function show(status) {
     var position = order.indexOf(status);

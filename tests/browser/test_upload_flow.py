@@ -48,7 +48,7 @@ def test_it_uploads_and_shows_live_progress_then_the_verdict(browser_page, alice
 
     page.wait_for_selector("#verdict", timeout=20_000)
     assert "data_schema" in page.locator("#verdict").inner_text()
-    assert "rank 1" in page.locator("#verdict .failing-rank").inner_text()
+    assert page.locator("#verdict .headline").inner_text().startswith("Rank 1 ")
     page.wait_for_selector("#timeline-chart .scatterlayer .trace", state="attached")
     page.screenshot(path=str(screenshots / "incident-uploaded.png"), full_page=True)
     assert page.js_errors == []

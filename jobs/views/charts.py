@@ -9,7 +9,6 @@ from django.http import JsonResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from jobs import chartseries as series
 from jobs import logfiles, memorychart
 from jobs.models import Diagnosis
 from jobs.timelinechart import timeline as timeline_traces

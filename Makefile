@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 export PYTHON VENV
 
-.PHONY: venv run test bench lint
+.PHONY: venv run test bench lint sandbox-runtime
 
 venv:
 	@scripts/bootstrap-venv.sh
@@ -23,3 +23,7 @@ bench: venv
 
 lint: venv
 	$(PY) -m ruff check .
+
+# The repro sandbox's runtime (CPU torch + transformers/accelerate/trl/peft) in /opt/triage-sandbox.
+sandbox-runtime:
+	scripts/sandbox-runtime.sh

@@ -73,6 +73,7 @@ class SandboxResult:
     files: dict[str, bytes] = field(default_factory=dict)
     uid: int = 0
     peak_processes: int = 0
+    peak_vm_mb: float = 0.0  # the largest single process's peak address space
     limit_hit: str | None = None  # wall_clock, cpu_time, file_size, memory, processes
 
     @property
@@ -194,6 +195,7 @@ class MemoryWatch(threading.Thread):
         self.peak_total_kib = 0
         self.peak_process_kib = 0
         self.peak_processes = 0
+        self.peak_vm_kib = 0
         self.stop_event = threading.Event()
 
     def run(self) -> None:
@@ -206,7 +208,8 @@ class MemoryWatch(threading.Thread):
         pids = processes_of(self.uid)
         self.peak_processes = max(self.peak_processes, len(pids))
         for pid in pids:
-            values = _status_kib(pid, ("VmRSS", "VmHWM"))
+            values = _status_kib(pid, ("VmRSS", "VmHWM", "VmPeak"))
+            self.peak_vm_kib = max(self.peak_vm_kib, values.get("VmPeak", 0))
             total += values.get("VmRSS", 0)
             self.peak_process_kib = max(self.peak_process_kib, values.get("VmHWM", 0))
         self.peak_total_kib = max(self.peak_total_kib, total)
@@ -243,7 +246,12 @@ class TailBuffer:
         return (bytes(self.head) + middle + bytes(self.tail)).decode("utf-8", errors="replace")
 
 
-def bwrap_argv(workdir_bytes: int, inputs_dir: Path | None, runtime: Path) -> list[str]:
+HOSTS = "127.0.0.1 localhost repro\n::1 localhost ip6-localhost\n"
+PASSWD = "repro:x:{uid}:{uid}:repro:/work:/bin/sh\n"
+
+
+def bwrap_argv(workdir_bytes: int, inputs_dir: Path | None, runtime: Path, etc_dir: Path,
+               binds: dict[str, Path] | None = None) -> list[str]:
     argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
             "--hostname", "repro",
             "--ro-bind", "/usr", "/usr"]
@@ -257,6 +265,9 @@ def bwrap_argv(workdir_bytes: int, inputs_dir: Path | None, runtime: Path) -> li
     for name in ("ld.so.cache", "localtime", "nsswitch.conf"):
         if (Path("/etc") / name).exists():
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    # its own name resolution (gloo looks the hostname up: without it each rank waits on DNS)
+    for name in ("hosts", "passwd"):
+        argv += ["--ro-bind", str(etc_dir / name), f"/etc/{name}"]
     argv += ["--ro-bind", str(runtime), str(runtime),
              "--ro-bind", str(RUNTIME_SOURCE), RUNTIME_MOUNT,
              "--proc", "/proc", "--dev", "/dev",
@@ -266,6 +277,10 @@ def bwrap_argv(workdir_bytes: int, inputs_dir: Path | None, runtime: Path) -> li
              "--dir", f"{WORK}/out", "--dir", f"{WORK}/tmp"]
     if inputs_dir is not None:
         argv += ["--ro-bind", str(inputs_dir), f"{WORK}/in"]
+    for target, source in (binds or {}).items():
+        if not target.startswith(f"{WORK}/") or ".." in target:
+            raise ValueError(f"extra binds go under {WORK}: {target}")
+        argv += ["--ro-bind", str(source), target]
     argv += ["--chdir", WORK]
     return argv
 
@@ -278,7 +293,7 @@ def sandbox_env(runtime: Path, extra: dict[str, str] | None) -> list[str]:
         "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "WANDB_DISABLED": "true", "WANDB_MODE": "disabled", "DISABLE_MLFLOW_INTEGRATION": "TRUE",
         "HF_HUB_DISABLE_TELEMETRY": "1", "TORCHINDUCTOR_CACHE_DIR": f"{WORK}/tmp/inductor",
-        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_ADDR": "127.0.0.1", "GLOO_SOCKET_IFNAME": "lo",
     }
     env.update(extra or {})
     argv = []
@@ -354,8 +369,9 @@ def _cpu_spent_out(result: SandboxResult, limits: SandboxLimits) -> bool:
 
 def run(argv: list[str], *, inputs: dict[str, Path | str | bytes] | None = None,
         limits: SandboxLimits | None = None, env: dict[str, str] | None = None,
-        on_output=None) -> SandboxResult:
-    """Run argv inside the sandbox; inputs are placed read-only under /work/in by name."""
+        on_output=None, binds: dict[str, Path] | None = None) -> SandboxResult:
+    """Run argv inside the sandbox; inputs are placed read-only under /work/in by name, binds
+    (read-only, host folders the project made, such as the cached tiny model) under /work."""
     check_available()
     limits = limits or SandboxLimits()
     runtime = runtime_dir()
@@ -373,14 +389,19 @@ def run(argv: list[str], *, inputs: dict[str, Path | str | bytes] | None = None,
                     shutil.copyfile(source, target)
                 target.chmod(0o644)
             inputs_dir.chmod(0o755)
-            staging.chmod(0o755)
         with claim_uid() as uid:
-            return _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output)
+            etc_dir = staging / "etc"
+            etc_dir.mkdir()
+            (etc_dir / "hosts").write_text(HOSTS)
+            (etc_dir / "passwd").write_text(PASSWD.format(uid=uid))
+            for path in (staging, etc_dir, etc_dir / "hosts", etc_dir / "passwd"):
+                path.chmod(0o755 if path.is_dir() else 0o644)
+            return _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, binds)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output) -> SandboxResult:
+def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, binds) -> SandboxResult:
     become_subreaper()
     out_read, out_write = os.pipe()
     tar_read, tar_write = os.pipe()
@@ -389,7 +410,7 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output) -> SandboxRe
                f'exec {tar_write}>&-; exit $rc')
     command = (["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs", "--"]
-               + bwrap_argv(limits.workdir_mb * 1024 * 1024, inputs_dir, runtime)
+               + bwrap_argv(limits.workdir_mb * 1024 * 1024, inputs_dir, runtime, etc_dir, binds)
                + sandbox_env(runtime, env)
                + ["--", "/bin/bash", "-c", collect, "sh", *argv])
     buffer = TailBuffer(limits.output_bytes, on_output)
@@ -439,6 +460,7 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output) -> SandboxRe
         duration_s=round(duration, 3), peak_rss_mb=round(watch.peak_total_kib / 1024, 1),
         peak_process_mb=round(watch.peak_process_kib / 1024, 1), log=buffer.text(),
         files=_untar(bytes(tar_bytes)), uid=uid, peak_processes=watch.peak_processes,
+        peak_vm_mb=round(watch.peak_vm_kib / 1024, 1),
     )
     result.limit_hit = classify_limit(result, limits)
     return result

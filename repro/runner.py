@@ -334,8 +334,9 @@ def _launch(ctx: Context, command: str, *, data_name=None, data_path=None, batch
 
 
 def launch_repro(ctx: Context) -> None:
-    if any(kind in ctx.done_fixes for kind in DATA_FIX_KINDS) and ctx.diagnosis.get("category") in DATA_CATEGORIES:
-        return  # the data check already reproduced the failure and verified the data fix
+    if any(kind in ctx.done_fixes for kind in DATA_FIX_KINDS) and ctx.diagnosis.get("category") in DATA_CATEGORIES \
+            and ctx.script is None:
+        return  # the data check settled it; an uploaded script is still run, as the stronger evidence
     command = ctx.incident.command
     env = _expect_env(ctx)
     synthetic = None

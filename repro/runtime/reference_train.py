@@ -89,8 +89,9 @@ def main():
 
     dataset = SFTDataset(rows, os.environ.get("TRIAGE_EXPECT_FORMAT", "auto"), encode=encode,
                          max_length=max_length, pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id)
+    evaluating = str(getattr(training_args, "eval_strategy", "no")).lower() not in ("no", "intervalstrategy.no")
     trainer = Trainer(model=model, args=training_args, train_dataset=dataset,
-                      data_collator=Collator(tokenizer.pad_token_id))
+                      eval_dataset=dataset if evaluating else None, data_collator=Collator(tokenizer.pad_token_id))
     trainer.train()
     print(f"[rank{rank}] training finished", flush=True)
     if torch.distributed.is_initialized():

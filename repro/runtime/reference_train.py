@@ -67,7 +67,8 @@ def main():
     print(f"[rank{rank}] loading model from {model_args.model_name_or_path}", flush=True)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, cache_dir=training_args.cache_dir)
     model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path,
-                                                 trust_remote_code=model_args.trust_remote_code)
+                                                 trust_remote_code=model_args.trust_remote_code,
+                                                 attn_implementation=model_args.attn_implementation)
     if model_args.use_lora:
         from peft import LoraConfig, get_peft_model
 

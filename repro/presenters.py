@@ -16,8 +16,16 @@ def elapsed(run: ReproRun) -> float | None:
     return round((end - run.started_at).total_seconds(), 1)
 
 
-def run_dict(run: ReproRun, build_uri=None) -> dict:
-    uri = build_uri or (lambda path: path)
+def _download(run: ReproRun, artifact_id: int | None, build_uri, api: bool) -> str | None:
+    if not artifact_id:
+        return None
+    name = "api:incident-artifact-download" if api else "jobs:artifact_download"
+    path = reverse(name, args=[run.incident_id, artifact_id])
+    return build_uri(path) if build_uri else path
+
+
+def run_dict(run: ReproRun, build_uri=None, api: bool = False) -> dict:
+    """build_uri/api: the REST API's absolute download links; without them the pages' own."""
     verdict = run.verdict or {}
     return {
         "id": run.pk, "kind": run.kind, "kind_label": run.get_kind_display(), "status": run.status,
@@ -28,17 +36,16 @@ def run_dict(run: ReproRun, build_uri=None) -> dict:
         "elapsed_s": elapsed(run), "duration_s": run.duration_s, "peak_memory_mb": run.peak_memory_mb,
         "verdict": {key: verdict.get(key) for key in ("category", "exception", "message", "summary") if key in verdict},
         "details": run.details or {}, "log_tail": run.log_tail,
-        "log_url": uri(reverse("jobs:artifact_download", args=[run.incident_id, run.log_id])) if run.log_id else None,
-        "output_url": uri(reverse("jobs:artifact_download", args=[run.incident_id, run.output_id]))
-        if run.output_id else None,
+        "log_url": _download(run, run.log_id, build_uri, api),
+        "output_url": _download(run, run.output_id, build_uri, api),
         "output_name": run.output.original_name if run.output_id else None,
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
 
 
-def runs_for(incident, build_uri=None) -> list[dict]:
-    return [run_dict(run, build_uri) for run in incident.repro_runs.select_related("output").order_by("created_at", "id")]
+def runs_for(incident, build_uri=None, api: bool = False) -> list[dict]:
+    return [run_dict(run, build_uri, api) for run in incident.repro_runs.select_related("output").order_by("created_at", "id")]
 
 
 def verified_by_fix(incident) -> dict[int, bool]:

@@ -142,7 +142,7 @@ class IncidentDetailSerializer(IncidentSerializer):
 
     @extend_schema_field(ReproRunSerializer(many=True))
     def get_repro_runs(self, incident):
-        return repro_presenters.runs_for(incident, self.context["request"].build_absolute_uri)
+        return repro_presenters.runs_for(incident, self.context["request"].build_absolute_uri, api=True)
 
     @extend_schema_field({"type": "object", "additionalProperties": {"type": "string", "format": "uri"}})
     def get_links(self, incident):

@@ -386,9 +386,9 @@ def _synthetic_data(ctx: Context, long: bool = False) -> Path:
                                {"from": "gpt", "value": f"answer {i}: {text}"}]} for i in range(16)]
     if expected and expected != "sharegpt" and expected in datacheck.CONVERTIBLE:
         rows, _ = datacheck.convert_data.convert_records(rows, expected)
-    path = ctx.workdir / "synthetic" / "synthetic.json"
+    path = ctx.workdir / "synthetic" / "synthetic.jsonl"  # JSON Lines: what most loaders accept
     path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(rows))
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 
 

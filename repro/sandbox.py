@@ -89,6 +89,8 @@ def check_available() -> None:
     missing = [name for name in ("bwrap", "setpriv") if shutil.which(name) is None]
     if missing:
         raise SandboxUnavailable(f"missing {', '.join(missing)} (Debian: apt-get install bubblewrap util-linux)")
+    if os.geteuid() != 0:
+        raise SandboxUnavailable("the repro worker must run as root: runs start as dedicated uids through setpriv")
     if not (runtime_dir() / "bin" / "python").exists():
         raise SandboxUnavailable(f"no sandbox runtime at {runtime_dir()} (run `make sandbox-runtime`)")
 

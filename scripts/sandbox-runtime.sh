@@ -5,6 +5,7 @@
 # Idempotent: a stamp holding this file's hash skips a finished install.
 #   TRIAGE_SANDBOX_RUNTIME  where it goes (default /opt/triage-sandbox)
 #   TRIAGE_SANDBOX_PYTHON   the interpreter (default /usr/bin/python3.11)
+#   TRIAGE_TORCH_PIP_ARGS   extra pip arguments for torch only, e.g. an index of CPU-only wheels
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +39,8 @@ start=$(date +%s)
 [ -x "$RUNTIME/bin/python" ] || "$PYTHON" -m venv "$RUNTIME"
 "$RUNTIME/bin/python" -m pip install -q --upgrade pip
 say "installing $TORCH (CPU build)"
-"$RUNTIME/bin/python" -m pip install -q "$TORCH"
+# shellcheck disable=SC2086  # word splitting of the optional extra arguments is intended
+"$RUNTIME/bin/python" -m pip install -q ${TRIAGE_TORCH_PIP_ARGS:-} "$TORCH"
 say "installing ${STACK[*]}"
 "$RUNTIME/bin/python" -m pip install -q "$TORCH" "${STACK[@]}"
 "$RUNTIME/bin/python" -c "import torch, transformers, accelerate, trl, peft; assert not torch.cuda.is_available() or True"

@@ -9,6 +9,7 @@ what cannot happen on a CPU sandbox is recorded as not reproducible here, with t
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import socket
 import tempfile
@@ -329,8 +330,28 @@ def _launch(ctx: Context, command: str, *, data_name=None, data_path=None, batch
         inputs[ctx.data_name] = ctx.data
     if ctx.script is not None:
         inputs[ctx.script_name] = ctx.script
-    binds = {"/work/tiny-model": tinymodels.ensure(launch.family)}
-    return launch, inputs, binds
+    where = {"inputs": inputs, "binds": {"/work/tiny-model": tinymodels.ensure(launch.family)}}
+    data_input = data_name if data_path is not None else ctx.data_name
+    if ctx.script is not None and data_input:
+        # a script that reads its data from a default path gets the sample there too
+        where["aliases"] = {path: data_input for path in default_data_paths(ctx.script)}
+    return launch, where
+
+
+DEFAULT_PATH = re.compile(r"""["']([A-Za-z0-9_][\w./-]{0,120}\.jsonl?)["']""")
+
+
+def default_data_paths(script: Path) -> list[str]:
+    """Relative .json/.jsonl paths written as string literals in the uploaded script (read, never run)."""
+    try:
+        text = script.read_text(encoding="utf-8", errors="replace")[:500_000]
+    except OSError:
+        return []
+    found = []
+    for path in DEFAULT_PATH.findall(text):
+        if ".." not in path.split("/") and not path.startswith(("in/", "out/", "tiny-model")) and path not in found:
+            found.append(path)
+    return found[:4]
 
 
 def launch_repro(ctx: Context) -> None:
@@ -343,7 +364,7 @@ def launch_repro(ctx: Context) -> None:
     if ctx.data is None:
         synthetic = _synthetic_data(ctx)
     try:
-        launch, inputs, binds = _launch(ctx, command, data_name=synthetic and synthetic.name, data_path=synthetic)
+        launch, where = _launch(ctx, command, data_name=synthetic and synthetic.name, data_path=synthetic)
     except launchcmd.NotLaunchable as exc:
         run = new_run(ctx, ReproRun.Kind.LAUNCH, command=command)
         run.reproducible = False
@@ -352,7 +373,7 @@ def launch_repro(ctx: Context) -> None:
     run = new_run(ctx, ReproRun.Kind.LAUNCH, command=launch.text)
     run.details = {"changes": launch.changes, "family": launch.family, "processes": launch.nproc,
                    "synthetic_data": synthetic is not None}
-    result = execute(run, launch.argv, inputs=inputs, binds=binds, env=env)
+    result = execute(run, launch.argv, **where, env=env)
     if result is None:
         return
     if result.timed_out:
@@ -407,11 +428,11 @@ def check_launch_fix(ctx: Context, reproduction: ReproRun, env: dict, synthetic:
         if target in datacheck.CONVERTIBLE:
             data_path, _, _ = datacheck.convert(ctx.data, target, ctx.workdir)
             data_name = data_path.name
-    launch, inputs, binds = _launch(ctx, fix["command"], data_name=data_name, data_path=data_path)
+    launch, where = _launch(ctx, fix["command"], data_name=data_name, data_path=data_path)
     run = new_run(ctx, ReproRun.Kind.LAUNCH, fix_index=index, fix_kind=fix.get("kind", ""), attempt_of=reproduction,
                   command=launch.text)
     run.details = {"changes": launch.changes, "fixed_command": fix["command"]}
-    result = execute(run, launch.argv, inputs=inputs, binds=binds, env=env)
+    result = execute(run, launch.argv, **where, env=env)
     if result is None:
         return
     if result.ok:
@@ -429,9 +450,9 @@ def memory_repro(ctx: Context) -> None:
     data = _synthetic_data(ctx, long=True)
     length = 512
     try:
-        before, inputs, binds = _launch(ctx, ctx.incident.command, data_name=data.name, data_path=data,
+        before, where = _launch(ctx, ctx.incident.command, data_name=data.name, data_path=data,
                                         length_cap=length, max_procs=1)
-        after, _, _ = _launch(ctx, fix["command"], data_name=data.name, data_path=data, length_cap=length, max_procs=1)
+        after, _ = _launch(ctx, fix["command"], data_name=data.name, data_path=data, length_cap=length, max_procs=1)
     except launchcmd.NotLaunchable as exc:
         run = new_run(ctx, ReproRun.Kind.MEMORY, command=ctx.incident.command)
         run.reproducible = False
@@ -440,8 +461,8 @@ def memory_repro(ctx: Context) -> None:
     run = new_run(ctx, ReproRun.Kind.MEMORY, command=before.text)
     run.details = {"changes": before.changes, "scale": "tiny model on CPU; memory figures are relative"}
     env = {"TRIAGE_EXPECT_FORMAT": "sharegpt"}
-    base = execute(run, before.argv, inputs=inputs, binds=binds, env=env)
-    fixed = base and base.ok and sandbox.run(after.argv, inputs=inputs, binds=binds, env=env,
+    base = execute(run, before.argv, **where, env=env)
+    fixed = base and base.ok and sandbox.run(after.argv, **where, env=env,
                                              limits=sandbox.SandboxLimits(wall_s=settings.TRIAGE_REPRO_WALL_S))
     if base is None:
         return
@@ -463,7 +484,7 @@ def memory_repro(ctx: Context) -> None:
     cap = int((vm_before + vm_after) / 2)
     capped = sandbox.SandboxLimits(wall_s=settings.TRIAGE_REPRO_WALL_S, address_space_mb=cap)
     measured["cap_mb"] = cap
-    original = execute(run, before.argv, inputs=inputs, binds=binds, env=env, limits=capped)
+    original = execute(run, before.argv, **where, env=env, limits=capped)
     if original is None:
         return
     verdict = verdicts.read_log(original.log, before.text) if not original.ok else {"category": "none"}
@@ -476,7 +497,7 @@ def memory_repro(ctx: Context) -> None:
     check = new_run(ctx, ReproRun.Kind.MEMORY, fix_index=index, fix_kind=fix["kind"], attempt_of=run,
                     command=after.text)
     check.details = {**measured, "fixed_command": fix["command"]}
-    result = execute(check, after.argv, inputs=inputs, binds=binds, env=env, limits=capped)
+    result = execute(check, after.argv, **where, env=env, limits=capped)
     if result is None:
         return
     if result.ok:

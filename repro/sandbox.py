@@ -280,7 +280,7 @@ def bwrap_argv(workdir_bytes: int, inputs_dir: Path | None, runtime: Path, etc_d
     if inputs_dir is not None:
         argv += ["--ro-bind", str(inputs_dir), f"{WORK}/in"]
     for target, source in (binds or {}).items():
-        if not target.startswith(f"{WORK}/") or ".." in target:
+        if not target.startswith(f"{WORK}/") or ".." in target or target.startswith((f"{WORK}/in/", f"{WORK}/out/")):
             raise ValueError(f"extra binds go under {WORK}: {target}")
         argv += ["--ro-bind", str(source), target]
     argv += ["--chdir", WORK]
@@ -371,9 +371,11 @@ def _cpu_spent_out(result: SandboxResult, limits: SandboxLimits) -> bool:
 
 def run(argv: list[str], *, inputs: dict[str, Path | str | bytes] | None = None,
         limits: SandboxLimits | None = None, env: dict[str, str] | None = None,
-        on_output=None, binds: dict[str, Path] | None = None) -> SandboxResult:
+        on_output=None, binds: dict[str, Path] | None = None,
+        aliases: dict[str, str] | None = None) -> SandboxResult:
     """Run argv inside the sandbox; inputs are placed read-only under /work/in by name, binds
-    (read-only, host folders the project made, such as the cached tiny model) under /work."""
+    (read-only, host folders the project made, such as the cached tiny model) under /work; aliases
+    bind an input once more at a relative path under /work (where a script looks by default)."""
     check_available()
     limits = limits or SandboxLimits()
     runtime = runtime_dir()
@@ -391,6 +393,10 @@ def run(argv: list[str], *, inputs: dict[str, Path | str | bytes] | None = None,
                     shutil.copyfile(source, target)
                 target.chmod(0o644)
             inputs_dir.chmod(0o755)
+        binds = dict(binds or {})
+        for relative, name in (aliases or {}).items():
+            if inputs_dir is not None and (inputs_dir / name).exists():
+                binds[f"{WORK}/{relative}"] = inputs_dir / Path(name).name
         with claim_uid() as uid:
             etc_dir = staging / "etc"
             etc_dir.mkdir()

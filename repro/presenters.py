@@ -64,6 +64,7 @@ def with_verified(incident, data: dict | None) -> dict | None:
     outcome = verified_by_fix(incident)
     if not outcome:
         return data
-    fixes = [dict(fix, verified=outcome.get(i, fix.get("verified"))) if isinstance(fix, dict) else fix
-             for i, fix in enumerate(data["fixes"])]
+    kinds = dict(incident.repro_runs.exclude(fix_index=None).values_list("fix_index", "fix_kind"))
+    fixes = [dict(fix, verified=outcome[i]) if isinstance(fix, dict) and i in outcome and kinds.get(i) == fix.get("kind")
+             else fix for i, fix in enumerate(data["fixes"])]
     return {**data, "fixes": fixes}

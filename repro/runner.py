@@ -15,6 +15,7 @@ import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -67,8 +68,12 @@ def reproduce(incident_pk: int) -> str:
     diagnosis = getattr(incident, "diagnosis", None) if incident else None
     if incident is None or diagnosis is None:
         return "skipped"
-    if incident.repro_runs.exclude(status__in=ReproRun.FINISHED).exists():
+    stale_before = timezone.now() - timedelta(seconds=settings.TRIAGE_REPRO_TIME_LIMIT + 120)
+    open_runs = incident.repro_runs.exclude(status__in=ReproRun.FINISHED)
+    if open_runs.filter(created_at__gte=stale_before).exists():
         return "skipped"  # a repro of this incident is already under way (a redelivered message)
+    open_runs.update(status=ReproRun.Status.ERROR, reason="The worker running it stopped.", finished_at=timezone.now())
+    forget_previous(incident)
     workdir = Path(tempfile.mkdtemp(prefix=f"triage-repro-{incident.pk}-"))
     try:
         ctx = Context(incident=incident, diagnosis=diagnosis.data or {}, workdir=workdir)
@@ -78,6 +83,16 @@ def reproduce(incident_pk: int) -> str:
         return "done"
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def forget_previous(incident: Incident) -> None:
+    """A new diagnosis makes earlier runs moot (their fix indices point into the old verdict)."""
+    previous = list(incident.repro_runs.all())
+    artifact_ids = [pk for run in previous for pk in (run.log_id, run.output_id) if pk]
+    incident.repro_runs.all().delete()
+    for artifact in Artifact.objects.filter(pk__in=artifact_ids):
+        artifact.file.delete(save=False)
+        artifact.delete()
 
 
 def abandon(incident_pk: int, reason: str, timed_out: bool = False) -> None:

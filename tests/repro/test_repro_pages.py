@@ -109,3 +109,23 @@ def test_a_dataset_info_file_is_recognised_and_explained(alpha):
     run = incident.repro_runs.get()
     assert run.status == "not_reproduced" and "dataset_info" in run.reason
     assert run.details["described"]["dataset_info"]["my_chats"]["formatting"] == "sharegpt"
+
+
+def test_a_new_repro_replaces_the_runs_of_an_earlier_diagnosis(alpha, settings, tmp_path):
+    settings.TRIAGE_SANDBOX_RUNTIME = str(tmp_path / "missing-runtime")
+    incident = diagnosed_incident(alpha, log=(DEMO / "keyerror-2rank.log").read_text(),
+                                  data=(DEMO / "keyerror-2rank.data.json").read_bytes())
+    old = ReproRun.objects.create(incident=incident, kind="data_check", status="passed",
+                                  fix_kind="convert_data_format", fix_index=0)
+    stuck = ReproRun.objects.create(incident=incident, kind="launch", status="running")
+    ReproRun.objects.filter(pk=stuck.pk).update(created_at=stuck.created_at.replace(year=2020))
+    runner.reproduce(incident.pk)
+    assert not ReproRun.objects.filter(pk__in=[old.pk, stuck.pk]).exists()
+    assert list(incident.repro_runs.values_list("status", flat=True)) == ["error"]
+
+
+def test_a_redelivered_task_skips_while_a_recent_run_is_open(alpha):
+    incident = diagnosed_incident(alpha, log=(DEMO / "keyerror-2rank.log").read_text())
+    ReproRun.objects.create(incident=incident, kind="launch", status="running")
+    assert runner.reproduce(incident.pk) == "skipped"
+    assert incident.repro_runs.get().status == "running"

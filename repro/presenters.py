@@ -38,14 +38,14 @@ def run_dict(run: ReproRun, build_uri=None, api: bool = False) -> dict:
         "details": run.details or {}, "log_tail": run.log_tail,
         "log_url": _download(run, run.log_id, build_uri, api),
         "output_url": _download(run, run.output_id, build_uri, api),
-        "output_name": run.output.original_name if run.output_id else None,
+        "output_name": (run.details or {}).get("output_name") if run.output_id else None,
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
 
 
 def runs_for(incident, build_uri=None, api: bool = False) -> list[dict]:
-    return [run_dict(run, build_uri, api) for run in incident.repro_runs.select_related("output").order_by("created_at", "id")]
+    return [run_dict(run, build_uri, api) for run in incident.repro_runs.order_by("created_at", "id")]
 
 
 def verified_by_fix(incident) -> dict[int, bool]:

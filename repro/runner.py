@@ -196,6 +196,7 @@ def finish(run: ReproRun, status: str, *, result: sandbox.SandboxResult | None =
         run.log = _artifact(run.incident, "repro_log", f"repro-{run.pk}-{run.kind}.log", log.encode()[:LOG_LIMIT])
     if output is not None:
         run.output = _artifact(run.incident, "repro_output", output[0], output[1])
+        run.details = {**run.details, "output_name": output[0]}
     run.status = status
     run.verdict = verdict or run.verdict or {}
     run.reason = reason[:2000]

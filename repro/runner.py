@@ -79,10 +79,30 @@ def reproduce(incident_pk: int) -> str:
         ctx = Context(incident=incident, diagnosis=diagnosis.data or {}, workdir=workdir)
         gather_inputs(ctx)
         for step in plan(ctx):
-            step(ctx)
+            guarded(ctx, step)
         return "done"
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+STEP_KINDS = {"data_check": ReproRun.Kind.DATA_CHECK, "launch_repro": ReproRun.Kind.LAUNCH,
+              "memory_repro": ReproRun.Kind.MEMORY, "not_reproducible": ReproRun.Kind.UNSUPPORTED}
+
+
+def guarded(ctx: Context, step) -> None:
+    """One kind of run failing (the sandbox, the engine, storage) is recorded on its row; the next runs."""
+    before = set(ctx.incident.repro_runs.values_list("pk", flat=True))
+    try:
+        step(ctx)
+    except Exception as exc:  # noqa: BLE001 - recorded; the incident and the other runs go on
+        logger.exception("repro step %s of incident %s failed", step.__name__, ctx.incident.pk)
+        reason = f"The run stopped: {type(exc).__name__}: {exc}"[:2000]
+        opened = ReproRun.objects.filter(incident=ctx.incident).exclude(pk__in=before)
+        if not opened.exists():
+            ReproRun.objects.create(incident=ctx.incident, kind=STEP_KINDS.get(step.__name__, ReproRun.Kind.LAUNCH),
+                                    status=ReproRun.Status.ERROR, reason=reason, finished_at=timezone.now())
+        opened.exclude(status__in=ReproRun.FINISHED).update(status=ReproRun.Status.ERROR, reason=reason,
+                                                             finished_at=timezone.now())
 
 
 def forget_previous(incident: Incident) -> None:
@@ -104,13 +124,21 @@ def abandon(incident_pk: int, reason: str, timed_out: bool = False) -> None:
 
 def gather_inputs(ctx: Context) -> None:
     for artifact in ctx.incident.artifacts.all():
-        if artifact.kind == Artifact.Kind.DATA_SAMPLE and ctx.data is None:
-            ctx.data_name = _safe_name(artifact.original_name, "data.json")
-            ctx.data = _copy_out(artifact, ctx.workdir / "data" / ctx.data_name)
-        elif artifact.kind == Artifact.Kind.CONFIG and artifact.original_name.endswith(".py") and ctx.script is None:
-            # a Python file uploaded beside the logs is the training script: it runs only in the sandbox
-            ctx.script_name = _safe_name(artifact.original_name, "train.py")
-            ctx.script = _copy_out(artifact, ctx.workdir / "script" / ctx.script_name)
+        try:
+            _gather(ctx, artifact)
+        except OSError:
+            logger.warning("artifact %s of incident %s is unreadable; left out of the repro",
+                           artifact.pk, ctx.incident.pk)
+
+
+def _gather(ctx: Context, artifact: Artifact) -> None:
+    if artifact.kind == Artifact.Kind.DATA_SAMPLE and ctx.data is None:
+        ctx.data_name = _safe_name(artifact.original_name, "data.json")
+        ctx.data = _copy_out(artifact, ctx.workdir / "data" / ctx.data_name)
+    elif artifact.kind == Artifact.Kind.CONFIG and artifact.original_name.endswith(".py") and ctx.script is None:
+        # a Python file uploaded beside the logs is the training script: it runs only in the sandbox
+        ctx.script_name = _safe_name(artifact.original_name, "train.py")
+        ctx.script = _copy_out(artifact, ctx.workdir / "script" / ctx.script_name)
 
 
 def _safe_name(name: str, fallback: str) -> str:
@@ -131,7 +159,7 @@ def plan(ctx: Context) -> list:
     steps = []
     if ctx.data is not None:
         steps.append(data_check)
-    if category in MEMORY_CATEGORIES and ctx.incident.command and _fix(ctx, MEMORY_FIX_KINDS):
+    if category in MEMORY_CATEGORIES and ctx.incident.command and _fix(ctx, MEMORY_FIX_KINDS)[1] is not None:
         steps.append(memory_repro)
     elif category in LAUNCH_CATEGORIES and ctx.incident.command:
         steps.append(launch_repro)

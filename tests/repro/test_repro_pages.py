@@ -129,3 +129,18 @@ def test_a_redelivered_task_skips_while_a_recent_run_is_open(alpha):
     ReproRun.objects.create(incident=incident, kind="launch", status="running")
     assert runner.reproduce(incident.pk) == "skipped"
     assert incident.repro_runs.get().status == "running"
+
+
+def test_one_kind_of_run_failing_is_recorded_and_the_others_still_run(alpha, monkeypatch):
+    from repro import datacheck
+
+    def broken(path):
+        raise RuntimeError("parser exploded")
+
+    monkeypatch.setattr(datacheck, "describe", broken)
+    incident = diagnosed_incident(alpha, log=(DEMO / "nccl-timeout.log").read_text(),
+                                  data=(DEMO / "keyerror-2rank.data.json").read_bytes())
+    assert runner.reproduce(incident.pk) == "done"
+    runs = list(incident.repro_runs.order_by("id"))
+    assert [(r.kind, r.status) for r in runs] == [("data_check", "error"), ("unsupported", "not_reproduced")]
+    assert "parser exploded" in runs[0].reason

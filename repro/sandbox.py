@@ -359,8 +359,8 @@ def classify_limit(result: SandboxResult, limits: SandboxLimits) -> str | None:
     if any(marker in tail for marker in ("MemoryError", "can't allocate memory", "Cannot allocate memory",
                                          "std::bad_alloc", "out of memory")):
         return "memory"
-    if "Resource temporarily unavailable" in tail or "can't start new thread" in tail or \
-            "fork: retry" in tail:
+    if any(marker in tail for marker in ("Resource temporarily unavailable", "can't start new thread", "fork: retry",
+                                         "Cannot fork")):
         return "processes"
     return None
 
@@ -454,7 +454,8 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, bin
             if not chunk:
                 break
             buffer.feed(chunk)
-    process.wait()
+    _, status, usage = os.wait4(process.pid, 0)  # rusage: the peak RSS of the run's largest process
+    process.returncode = os.waitstatus_to_exitcode(status)
     timer.cancel()
     timer.join()  # its sweep must end before the uid can go to the next run
     duration = time.monotonic() - started
@@ -465,8 +466,8 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, bin
     sig = -code if code < 0 else (code - 128 if code > 128 and code - 128 < 65 else None)
     result = SandboxResult(
         exit_status=code if code >= 0 else None, signal=sig, timed_out=timed_out.is_set(),
-        duration_s=round(duration, 3), peak_rss_mb=round(watch.peak_total_kib / 1024, 1),
-        peak_process_mb=round(watch.peak_process_kib / 1024, 1), log=buffer.text(),
+        duration_s=round(duration, 3), peak_rss_mb=round(max(watch.peak_total_kib, usage.ru_maxrss) / 1024, 1),
+        peak_process_mb=round(max(watch.peak_process_kib, usage.ru_maxrss) / 1024, 1), log=buffer.text(),
         files=_untar(bytes(tar_bytes)), uid=uid, peak_processes=watch.peak_processes,
         peak_vm_mb=round(watch.peak_vm_kib / 1024, 1),
     )

@@ -13,6 +13,16 @@ from repro.sandbox import SandboxLimits
 pytestmark = pytest.mark.usefixtures("sandbox_runtime")
 
 
+def no_process_left(uid: int) -> bool:
+    """The kernel tears a killed pid namespace down asynchronously: allow it a moment."""
+    deadline = time.monotonic() + 3
+    while sandbox.processes_of(uid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def py(code: str, **limits) -> sandbox.SandboxResult:
     return sandbox.run(["python", "-c", code], limits=SandboxLimits(**{"wall_s": 30, **limits}))
 
@@ -96,9 +106,11 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_is_killed_by_the_wall_clock(
         ["/bin/sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 30"],
         limits=SandboxLimits(wall_s=4, processes=48),
     )
-    assert result.timed_out and result.limit_hit == "wall_clock"
+    # either the bomb starves at the limit and dies out, or it keeps the limit full until the wall clock
+    assert result.limit_hit in ("processes", "wall_clock"), result.log[-500:]
+    assert result.timed_out or "Cannot fork" in result.log
     assert result.peak_processes <= 48 + 2  # the limit, plus setpriv/bwrap's own
-    assert sandbox.processes_of(result.uid) == []
+    assert no_process_left(result.uid)
 
 
 def test_a_memory_bomb_hits_the_address_space_limit():
@@ -130,7 +142,7 @@ def test_a_sleeper_past_the_wall_clock_is_killed_with_its_process_group():
     result = sandbox.run(["/bin/sh", "-c", "sleep 300 & sleep 300"], limits=SandboxLimits(wall_s=1.5))
     assert result.timed_out and result.limit_hit == "wall_clock"
     assert time.monotonic() - started < 8
-    assert sandbox.processes_of(result.uid) == []
+    assert no_process_left(result.uid)
 
 
 def test_proc_sys_writes_are_refused_and_the_host_value_is_unchanged():

@@ -154,6 +154,8 @@ class IncidentDetailSerializer(IncidentSerializer):
 
 class ArtifactSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="original_name")
+    kind = serializers.CharField(help_text="log, config, command, data_sample, metrics; repro_log and repro_output "
+                                           "are the logs and files of repro runs")
     download_url = serializers.SerializerMethodField()
 
     class Meta:

@@ -3,13 +3,13 @@ import pytest
 from django.utils import timezone
 
 from repro.models import ReproRun
-from tests.browser.conftest import browser_page, chromium_browser, log_in  # noqa: F401 - fixtures
+from tests.browser.conftest import log_in
 from tests.repro.factories import DEMO, diagnosed_incident
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_the_page_streams_a_running_repro_until_it_finishes(browser_page, alice, alpha, settings, tmp_path):  # noqa: F811
+def test_the_page_streams_a_running_repro_until_it_finishes(browser_page, alice, alpha, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     incident = diagnosed_incident(alpha, log=(DEMO / "keyerror-2rank.log").read_text())
     run = ReproRun.objects.create(incident=incident, kind="launch", status="running", started_at=timezone.now(),

@@ -191,7 +191,7 @@ def _status_kib(pid: int, keys: tuple[str, ...]) -> dict[str, int]:
 class MemoryWatch(threading.Thread):
     """Samples the uid's processes: peak summed RSS and the largest per-process high-water mark."""
 
-    def __init__(self, uid: int, interval: float = 0.1):
+    def __init__(self, uid: int, interval: float = 0.05):
         super().__init__(daemon=True)
         self.uid, self.interval = uid, interval
         self.peak_total_kib = 0
@@ -454,8 +454,7 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, bin
             if not chunk:
                 break
             buffer.feed(chunk)
-    _, status, usage = os.wait4(process.pid, 0)  # rusage: the peak RSS of the run's largest process
-    process.returncode = os.waitstatus_to_exitcode(status)
+    process.wait()  # (not wait4's ru_maxrss: the forked child's copy of this worker's memory would count)
     timer.cancel()
     timer.join()  # its sweep must end before the uid can go to the next run
     duration = time.monotonic() - started
@@ -466,8 +465,8 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, bin
     sig = -code if code < 0 else (code - 128 if code > 128 and code - 128 < 65 else None)
     result = SandboxResult(
         exit_status=code if code >= 0 else None, signal=sig, timed_out=timed_out.is_set(),
-        duration_s=round(duration, 3), peak_rss_mb=round(max(watch.peak_total_kib, usage.ru_maxrss) / 1024, 1),
-        peak_process_mb=round(max(watch.peak_process_kib, usage.ru_maxrss) / 1024, 1), log=buffer.text(),
+        duration_s=round(duration, 3), peak_rss_mb=round(watch.peak_total_kib / 1024, 1),
+        peak_process_mb=round(watch.peak_process_kib / 1024, 1), log=buffer.text(),
         files=_untar(bytes(tar_bytes)), uid=uid, peak_processes=watch.peak_processes,
         peak_vm_mb=round(watch.peak_vm_kib / 1024, 1),
     )

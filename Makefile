@@ -11,7 +11,7 @@ BASELINE ?= ../shared/tools/naive_baseline
 RESERVED ?= ../shared/tools/reserved.py
 export PYTHON VENV
 
-.PHONY: venv run test accuracy bench lint
+.PHONY: venv run test accuracy bench lint sandbox-runtime
 
 venv:
 	@scripts/bootstrap-venv.sh
@@ -40,3 +40,7 @@ lint: venv
 .PHONY: screenshots
 screenshots: venv
 	$(PY) scripts/screenshots.py
+
+# The repro sandbox's runtime (CPU torch + transformers/accelerate/trl/peft) in /opt/triage-sandbox.
+sandbox-runtime:
+	scripts/sandbox-runtime.sh

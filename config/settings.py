@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "jobs",
     "knowledge",
+    "repro",
 ]
 
 MIDDLEWARE = [
@@ -145,7 +146,7 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("TRIAGE_CELERY_EAGER", False)
 CELERY_TASK_ROUTES = {
     "jobs.tasks.diagnose_incident": {"queue": "diagnose"},
     "jobs.tasks.deliver_webhook": {"queue": "diagnose"},
-    "jobs.tasks.run_repro": {"queue": "repro"},
+    "repro.tasks.run_repro": {"queue": "repro"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "diagnose"
 TRIAGE_DIAGNOSE_TIME_LIMIT = env_int("TRIAGE_DIAGNOSE_TIME_LIMIT", 900, minimum=1)
@@ -200,3 +201,12 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("TRIAGE_LOG_LEVEL", "INFO")},
 }
+
+# Repro runs (repro/): sandboxed reproductions on CPU. The runtime venv is built by `make sandbox-runtime`.
+TRIAGE_REPRO_ENABLED = env_bool("TRIAGE_REPRO_ENABLED", True)
+TRIAGE_SANDBOX_RUNTIME = env_str("TRIAGE_SANDBOX_RUNTIME", "/opt/triage-sandbox")
+TRIAGE_SANDBOX_UID_BASE = env_int("TRIAGE_SANDBOX_UID_BASE", 64100, minimum=1000)
+TRIAGE_SANDBOX_SLOTS = env_int("TRIAGE_SANDBOX_SLOTS", 8, minimum=1)
+TRIAGE_REPRO_WALL_S = env_int("TRIAGE_REPRO_WALL_S", 180, minimum=5)
+TRIAGE_REPRO_TIME_LIMIT = env_int("TRIAGE_REPRO_TIME_LIMIT", 1200, minimum=30)
+TRIAGE_REPRO_CACHE = env_str("TRIAGE_REPRO_CACHE", "")

@@ -12,5 +12,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("knowledge/", include("knowledge.urls")),
+    path("repro/", include("repro.urls")),
     path("", include("jobs.urls")),
 ]

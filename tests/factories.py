@@ -149,10 +149,50 @@ def make_problem(team, fingerprint: str | None = None, **fields):
 def make_problem_occurrence(problem, incident):
     """Link an incident to a problem and count it, as knowledge.services.record does."""
     from django.db.models import F
+    from django.utils import timezone
 
     from knowledge.models import Problem, ProblemOccurrence
 
-    link = ProblemOccurrence.objects.create(problem=problem, incident=incident)
+    link = ProblemOccurrence.objects.create(
+        problem=problem, incident=incident, team=problem.team, seen_at=timezone.now(),
+        category=incident.category or problem.category, exception=incident.exception or problem.exception,
+    )
     Problem.objects.filter(pk=problem.pk).update(occurrences=F("occurrences") + 1)
     problem.refresh_from_db()
     return link
+
+
+def make_problem_hash(problem, kind: str = "fine", value: str | None = None):
+    """One of the hashes an incident can match to join a problem (knowledge.grouping makes them)."""
+    from knowledge.models import ProblemHash
+
+    return ProblemHash.objects.create(team=problem.team, problem=problem, kind=kind, value=value or _next("h"))
+
+
+def make_grouping_action(source, target, *, kind: str = "merge", actor=None, incident_ids=(1,), hash_ids=(1,)):
+    """A merge or split done by hand, as recorded for undo (what moved: incidents and hashes)."""
+    from knowledge.models import GroupingAction
+
+    return GroupingAction.objects.create(
+        team=source.team, kind=kind, source=source, target=target, actor=actor,
+        incident_ids=list(incident_ids), hash_ids=list(hash_ids),
+    )
+
+
+def make_runbook(team, category: str = "gpu_oom", body: str = "1. Lower the batch.\n", **fields):
+    """A team's runbook for one taxonomy category (Markdown)."""
+    from knowledge.models import Runbook
+
+    return Runbook.objects.create(team=team, category=category, body=body, **fields)
+
+
+def make_evidence_sample(incident, evidence: str = "keyerror: 'conversations'", **fields):
+    """A distinct masked evidence text of a team, used for similar-incident lookups."""
+    from django.utils import timezone
+
+    from knowledge.models import EvidenceSample
+
+    fields.setdefault("category", incident.category or "data_schema")
+    fields.setdefault("digest", _next("d"))
+    fields.setdefault("seen_at", timezone.now())
+    return EvidenceSample.objects.create(team=incident.team, incident=incident, evidence=evidence, **fields)

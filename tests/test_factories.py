@@ -31,8 +31,16 @@ def test_every_factory_makes_a_valid_row(media_root):
     delivery = factories.make_webhook_delivery(incident, endpoint)
     problem = factories.make_problem(team)
     link = factories.make_problem_occurrence(problem, incident)
+    other = factories.make_problem(team)
+    knowledge_rows = (
+        factories.make_problem_hash(problem),
+        factories.make_grouping_action(other, problem, actor=user),
+        factories.make_runbook(team),
+        factories.make_evidence_sample(incident),
+    )
     membership = user.memberships.get()
-    for row in (team, user, membership, key, incident, incident.diagnosis, artifact, endpoint, delivery, problem, link):
+    for row in (team, user, membership, key, incident, incident.diagnosis, artifact, endpoint, delivery, problem, link,
+                *knowledge_rows):
         row.full_clean()
     assert (membership.team, membership.role) == (team, "admin") and raw.startswith(key.prefix)
     assert (incident.status, incident.category, incident.failing_rank) == ("diagnosed", "gpu_oom", 1)

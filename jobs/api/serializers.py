@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from jobs.models import Artifact, Incident, WebhookDelivery, WebhookEndpoint
 from jobs.webhooks import UnsafeURL, check_url
+from repro import presenters as repro_presenters
 
 META_FIELDS = ["title", "job_id", "attempt", "scheduler", "cluster", "callback_url"]
 
@@ -77,12 +78,28 @@ class ProblemSerializer(serializers.Serializer):
 
 
 class ReproRunSerializer(serializers.Serializer):
+    """One sandboxed repro run (repro.models.ReproRun), shaped by repro.presenters.run_dict."""
+
     id = serializers.IntegerField()
-    kind = serializers.CharField()
-    status = serializers.CharField()
+    kind = serializers.CharField(help_text="data_check, launch, memory or unsupported")
+    status = serializers.CharField(help_text="queued, running, passed, failed, reproduced, not_reproduced, "
+                                             "error or timed_out")
     reproduced = serializers.BooleanField(allow_null=True)
     fix_kind = serializers.CharField(allow_blank=True, allow_null=True)
+    fix_index = serializers.IntegerField(allow_null=True, help_text="Position of the fix in diagnosis.fixes.")
     verified = serializers.BooleanField(allow_null=True)
+    reproducible = serializers.BooleanField(help_text="False: not reproducible here (see reason).")
+    reason = serializers.CharField(allow_blank=True)
+    command = serializers.CharField(allow_blank=True)
+    exit_status = serializers.IntegerField(allow_null=True)
+    limit_hit = serializers.CharField(allow_null=True)
+    elapsed_s = serializers.FloatField(allow_null=True)
+    duration_s = serializers.FloatField(allow_null=True)
+    peak_memory_mb = serializers.FloatField(allow_null=True)
+    verdict = serializers.DictField(help_text="The engine's reading of the run's own log.")
+    details = serializers.DictField()
+    log_url = serializers.CharField(allow_null=True)
+    output_url = serializers.CharField(allow_null=True, help_text="A file the run made, e.g. the converted data.")
 
 
 class DeliverySerializer(serializers.ModelSerializer):
@@ -111,7 +128,7 @@ class IncidentDetailSerializer(IncidentSerializer):
                           "description": "The CONTRACT.md diagnosis JSON, null until diagnosed."})
     def get_diagnosis(self, incident):
         diagnosis = getattr(incident, "diagnosis", None)
-        return diagnosis.data if diagnosis is not None else None
+        return repro_presenters.with_verified(incident, diagnosis.data) if diagnosis is not None else None
 
     @extend_schema_field(ProblemSerializer(allow_null=True))
     def get_problem(self, incident):
@@ -125,15 +142,7 @@ class IncidentDetailSerializer(IncidentSerializer):
 
     @extend_schema_field(ReproRunSerializer(many=True))
     def get_repro_runs(self, incident):
-        runs = getattr(incident, "repro_runs", None)
-        if runs is None or not hasattr(runs, "all"):
-            return []
-        return [
-            {"id": run.pk, "kind": getattr(run, "kind", ""), "status": getattr(run, "status", ""),
-             "reproduced": getattr(run, "reproduced", None), "fix_kind": getattr(run, "fix_kind", None),
-             "verified": getattr(run, "verified", None)}
-            for run in runs.all()
-        ]
+        return repro_presenters.runs_for(incident, self.context["request"].build_absolute_uri, api=True)
 
     @extend_schema_field({"type": "object", "additionalProperties": {"type": "string", "format": "uri"}})
     def get_links(self, incident):
@@ -145,6 +154,8 @@ class IncidentDetailSerializer(IncidentSerializer):
 
 class ArtifactSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="original_name")
+    kind = serializers.CharField(help_text="log, config, command, data_sample, metrics; repro_log and repro_output "
+                                           "are the logs and files of repro runs")
     download_url = serializers.SerializerMethodField()
 
     class Meta:

@@ -24,6 +24,16 @@ def _tried(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "memory.ray_memory_monitor",
+        "host_oom",
+        ROOT,
+        ["memory pressure", "running low on memory"],
+        r"killed due to memory pressure \(OOM\)|[Tt]ask was killed due to the node running low on memory",
+        ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"],
+        0.9,
+        "Ray's memory monitor killed a worker: the node's host RAM ran low",
+    ),
+    rule(
         "memory.cuda_oom",
         "gpu_oom",
         ROOT,

@@ -19,6 +19,17 @@ def _flags(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "versions.bitsandbytes_setup",
+        "version_mismatch",
+        ROOT,
+        ["CUDA Setup failed", "compiled without GPU support", "libbitsandbytes_cpu", "CUDA SETUP:"],
+        r"CUDA Setup failed despite GPU being available|bitsandbytes was compiled without GPU support|"
+        r"libbitsandbytes_cpu\.so|CUDA SETUP: (?:Required library|Problem|Something went wrong)",
+        ["pin_versions"],
+        0.85,
+        "bitsandbytes cannot find a CUDA build matching the installed CUDA libraries",
+    ),
+    rule(
         "versions.missing_library",
         "version_mismatch",
         ROOT,
@@ -55,8 +66,9 @@ RULES = [
         "versions.unused_cli_args",
         "version_mismatch",
         ROOT,
-        ["not used by the HfArgumentParser", "unrecognized arguments"],
-        r"Some specified arguments are not used by the HfArgumentParser|error: unrecognized arguments: --",
+        ["not used by the HfArgumentParser", "unrecognized arguments", "invalid choice"],
+        r"Some specified arguments are not used by the HfArgumentParser|error: unrecognized arguments: --|"
+        r"error: argument [\w\-/ ]{1,60}: invalid choice: '",
         ["pin_versions", "rename_flag"],
         0.8,
         "the script's argument parser does not know a command-line flag (renamed/removed or a different checkout)",

@@ -6,6 +6,7 @@ MAX_POINTS points a trace, with an overall point budget so a page stays < 2 MB.
 """
 from __future__ import annotations
 
+import html
 import math
 
 from jobs.presenters import as_dict, as_int, as_list, rank_ranges, text
@@ -13,6 +14,12 @@ from triage.memory.downsample import downsample
 
 MAX_POINTS = 5000
 TOTAL_POINT_BUDGET = 60_000
+
+
+def _plain(value: str) -> str:
+    """Text from a log shown by Plotly, which renders a little HTML (<a>, <b>, <span style>) in
+    hover text and trace names: escape the markup so that it shows as typed."""
+    return html.escape(value, quote=False)
 MAX_LANE_EVENTS = 200
 MAX_MEMORY_SERIES_SHOWN = 12
 MAX_LANES = 48
@@ -47,7 +54,7 @@ def _events(rank: dict) -> list[dict]:
     for event in as_list(rank.get("events")):
         if isinstance(event, dict):
             events.append({"t": event.get("t"), "seq": as_int(event.get("seq")),
-                           "kind": _kind(event.get("kind")), "text": text(event.get("text"))[:300],
+                           "kind": _kind(event.get("kind")), "text": _plain(text(event.get("text"))[:300]),
                            "source": text(event.get("source")), "line": as_int(event.get("line"))})
     return events
 
@@ -180,12 +187,12 @@ def _points(series: dict) -> list[tuple[float, float]]:
 
 
 def _series_label(series: dict) -> str:
-    name = text(series.get("name"))
+    name = _plain(text(series.get("name")))
     if name:
         return name
     rank, gpu = as_int(series.get("rank")), as_int(series.get("gpu"))
     parts = [f"rank {rank}" if rank is not None else "", f"GPU {gpu}" if gpu is not None else "",
-             text(series.get("kind"))]
+             _plain(text(series.get("kind")))]
     return " ".join(p for p in parts if p) or "memory"
 
 
@@ -256,7 +263,7 @@ def memory(data: dict) -> dict:
         traces.append(_level("estimate before fix", est["total_gib"] * 1024, x_range, "#7c3aed", "dot"))
         for after in as_list(est.get("after_fixes"))[:3]:
             if isinstance(after, dict) and isinstance(after.get("total_gib"), (int, float)):
-                traces.append(_level(f"estimate after {text(after.get('kind')) or 'fix'}",
+                traces.append(_level(f"estimate after {_plain(text(after.get('kind'))) or 'fix'}",
                                      after["total_gib"] * 1024, x_range, "#15803d", "dashdot"))
     units = {text(s.get("unit")) for s, _ in parsed} or {"MiB"}
     return {"traces": traces, "unit": "/".join(sorted(u for u in units if u)) or "MiB",

@@ -74,7 +74,7 @@ def sweep_orphans(grace_s: float | None = None) -> dict[str, int]:
     tmp = upload_tmp_root()
     if settings.FILE_UPLOAD_TEMP_DIR and tmp.is_dir():  # never sweep the system's shared /tmp
         for entry in tmp.iterdir():
-            if entry.is_file() and entry.name.endswith(".upload") and _older_than(entry, cutoff):
+            if entry.is_file() and _older_than(entry, cutoff):
                 entry.unlink(missing_ok=True)
                 removed["upload_tmp"] += 1
     removed["artifacts"] = _sweep_artifact_files(cutoff)

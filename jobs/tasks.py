@@ -188,7 +188,8 @@ def record_lost_worker(sender=None, exception=None, args=None, kwargs=None, **_i
     incident_pk = (args or [None])[0] if args else (kwargs or {}).get("incident_pk")
     if incident_pk is None:
         return
-    close_old_connections()
+    if not connection.in_atomic_block:  # the main process's connection may be hours old
+        close_old_connections()
     try:
         if lost_attempt(incident_pk, f"the worker process died ({exception})"):
             enqueue_diagnosis(incident_pk)

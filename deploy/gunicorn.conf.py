@@ -1,0 +1,24 @@
+"""gunicorn settings for production: threaded workers with sane timeouts, behind deploy/nginx.conf.
+
+    gunicorn -c deploy/gunicorn.conf.py config.wsgi:application
+
+nginx buffers request bodies and drops slow clients, so a thread is only busy while Django works;
+gthread workers let one worker serve many requests at once (page reads wait on PostgreSQL, not CPU).
+Every knob is an environment variable.
+"""
+import os
+
+bind = os.environ.get("TRIAGE_BIND", "0.0.0.0:8000")
+worker_class = "gthread"
+workers = int(os.environ.get("TRIAGE_WEB_WORKERS", "2"))
+threads = int(os.environ.get("TRIAGE_WEB_THREADS", "8"))
+# A request that takes longer than this is stuck (uploads are already buffered by nginx).
+timeout = int(os.environ.get("TRIAGE_WEB_TIMEOUT", "120"))
+graceful_timeout = 30
+keepalive = 5
+max_requests = int(os.environ.get("TRIAGE_WEB_MAX_REQUESTS", "2000"))  # recycle workers against slow leaks
+max_requests_jitter = 200
+limit_request_line = 8190
+limit_request_fields = 100
+accesslog = os.environ.get("TRIAGE_WEB_ACCESS_LOG", "-")
+forwarded_allow_ips = os.environ.get("TRIAGE_FORWARDED_ALLOW_IPS", "*")

@@ -155,6 +155,26 @@ class Rig:
         ], env=self.env, log_dir=self.logs))
         return self.beat
 
+    def start_nginx(self) -> Process:
+        """Debian's nginx with deploy/nginx.conf, pointed at this rig's web server on a spare port."""
+        self.nginx_port = free_port()
+        folder = self.root / "nginx"
+        for sub in ("body", "proxy"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o777)
+        for sub in ("body", "proxy"):
+            (folder / sub).chmod(0o777)  # nginx's workers drop root
+        config = nginx_config(self.web_port, self.nginx_port, folder)
+        (folder / "nginx.conf").write_text(config)
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.nginx = self._add(Process("nginx", [binary, "-c", str(folder / "nginx.conf"), "-p", str(folder),
+                                                 "-e", str(folder / "error.log"), "-g", "daemon off;"],
+                                       env=self.env, log_dir=self.logs))
+        wait_for(lambda: port_open(self.nginx_port), timeout=20,
+                 describe=lambda: self.nginx.tail() + (folder / "error.log").read_text(errors="replace")
+                 if (folder / "error.log").exists() else self.nginx.tail())
+        return self.nginx
+
     def _add(self, process: Process) -> Process:
         self.processes.append(process.start())
         return process
@@ -179,6 +199,27 @@ class Rig:
             if folder.is_dir():
                 found += [str(path) for path in folder.rglob("*")]
         return found
+
+
+NGINX_SUBSTITUTIONS = {
+    "pid /run/nginx.pid;": "pid {folder}/nginx.pid;",
+    "error_log /dev/stderr warn;": "error_log {folder}/error.log warn;",
+    "access_log /dev/stdout;": "access_log {folder}/access.log;",
+    "client_body_temp_path /var/lib/nginx/body 1 2;": "client_body_temp_path {folder}/body 1 2;",
+    "proxy_temp_path /var/lib/nginx/proxy 1 2;": "proxy_temp_path {folder}/proxy 1 2;",
+    "server web:8000 max_fails=0;": "server 127.0.0.1:{web_port} max_fails=0;",
+    "listen 8000;": "listen 127.0.0.1:{port};",
+}
+
+
+def nginx_config(web_port: int, port: int, folder: Path) -> str:
+    """deploy/nginx.conf with its addresses and paths moved to loopback ports and a temp folder;
+    every other directive (timeouts, buffering) is the production one."""
+    config = (REPO_ROOT / "deploy" / "nginx.conf").read_text()
+    for old, new in NGINX_SUBSTITUTIONS.items():
+        assert config.count(old) == 1, f"deploy/nginx.conf no longer has {old!r}"
+        config = config.replace(old, new.format(folder=folder, web_port=web_port, port=port))
+    return config
 
 
 def wait_until(predicate, timeout: float, describe=None):

@@ -11,7 +11,9 @@ service feeds block by block; `mask_secrets` and `mask_block` are the one-shot f
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 
 MASK = "***"
 
@@ -90,6 +92,8 @@ try:  # optional accelerator: the same hints, found at DFA speed
 except ImportError:  # pragma: no cover - the stdlib scan gives the same result, slower
     _hyperscan = None
 _hs_database = None
+_hs_local = threading.local()  # a scratch space per thread: Hyperscan's is not shared safely
+_hs_lock = threading.Lock()
 
 
 def _hint_ends(block: bytes) -> list[int] | None:
@@ -98,18 +102,25 @@ def _hint_ends(block: bytes) -> list[int] | None:
     if _hyperscan is None:
         return None
     if _hs_database is None:
-        database = _hyperscan.Database()
-        database.compile(
-            expressions=[source.encode() for source in _HINT_SOURCES], ids=list(range(len(_HINT_SOURCES))),
-            elements=len(_HINT_SOURCES), flags=[_hyperscan.HS_FLAG_CASELESS] * len(_HINT_SOURCES),
-        )
-        _hs_database = database
+        with _hs_lock:
+            if _hs_database is None:
+                database = _hyperscan.Database()
+                database.compile(
+                    expressions=[source.encode() for source in _HINT_SOURCES],
+                    ids=list(range(len(_HINT_SOURCES))), elements=len(_HINT_SOURCES),
+                    flags=[_hyperscan.HS_FLAG_CASELESS] * len(_HINT_SOURCES),
+                )
+                _hs_database = database
+    scratch = getattr(_hs_local, "scratch", None)
+    if scratch is None or getattr(_hs_local, "pid", None) != os.getpid():
+        scratch = _hs_local.scratch = _hyperscan.Scratch(_hs_database)
+        _hs_local.pid = os.getpid()
     ends: list[int] = []
 
     def found(_id, _start, end, _flags, _context):
         ends.append(end)
 
-    _hs_database.scan(block, match_event_handler=found)
+    _hs_database.scan(block, match_event_handler=found, scratch=scratch)
     return ends
 
 

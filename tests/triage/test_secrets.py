@@ -113,3 +113,13 @@ def test_masking_is_idempotent():
     for _, _, text in FORMS:
         once = mask_secrets(text)
         assert mask_secrets(once) == once
+
+
+def test_masking_from_many_threads_at_once_gives_the_same_result():
+    from concurrent.futures import ThreadPoolExecutor
+
+    block = ("step 1 loss 2.0\n" * 2000 + "export HF_TOKEN=hf_Zq8mWv3LkP0aRt6YuI2oNs4DfG7hJx1c\n") * 20
+    expected = Masker().feed_bytes(block.encode())
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: Masker().feed_bytes(block.encode()), range(64)))
+    assert all(result == expected for result in results) and b"hf_Zq8m" not in expected

@@ -129,12 +129,32 @@ _PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
 PEM_MAX_LINES = 400  # a key body is at most about 100 lines; give up on a BEGIN without END after this
 
 
+# For each pattern above, in order: lower-case literals of which its matches contain at least one.
+# A hinted line only runs the patterns whose literal it holds (one secret rarely needs more than two).
+_NEEDLES: list[tuple[str, ...]] = [
+    ("-----begin",), ("hf_",), ("sk-",), ("k_live", "k_test"), ("akia", "asia", "aroa", "aida", "anpa", "agpa"),
+    ("aiza",), ("github_pat_",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ("glpat-",), ("npm_",), ("xox",),
+    ("xapp-",), ("eyj",), ("authoriz",), ("bearer",), ("wandb",), ("wandb",),
+    ("password", "passwd", "passphrase", "pwd", "token", "secret", "key"),
+    ("key", "token", "secret", "password", "passwd", "passphrase", "credential"),
+    ("://",),
+]
+assert len(_NEEDLES) == len(_LINE_PATTERNS)
+_PATTERNS_WITH_NEEDLES = [(pattern, replacement, needles)
+                          for (pattern, replacement), needles in zip(_LINE_PATTERNS, _NEEDLES, strict=True)]
+
+
 def mask_line(line: str) -> str:
     """Mask one line (or any text whose secrets stay within a line)."""
-    if not line or not _HINT.search(line.lower()):
+    if not line:
         return line
-    for pattern, replacement in _LINE_PATTERNS:
-        line = pattern.sub(replacement, line)
+    lowered = line.lower()
+    if not _HINT.search(lowered):
+        return line
+    for pattern, replacement, needles in _PATTERNS_WITH_NEEDLES:
+        if any(needle in lowered for needle in needles):
+            line = pattern.sub(replacement, line)
+            lowered = line.lower()
     return line
 
 

@@ -29,11 +29,11 @@ def proxied(postgres_database, tmp_path_factory):
 
 def open_slow_clients(port: int) -> list[socket.socket]:
     sockets = []
-    for index in range(SLOW_HEADERS):
+    for _ in range(SLOW_HEADERS):
         sock = socket.create_connection(("127.0.0.1", port))
         sock.sendall(b"GET /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         sockets.append(sock)
-    for index in range(SHORT_BODIES):
+    for _ in range(SHORT_BODIES):
         sock = socket.create_connection(("127.0.0.1", port))
         sock.sendall(b"POST /api/v1/incidents/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                      b"Content-Length: 10000000\r\n\r\n" + b"x" * 1024)

@@ -9,7 +9,8 @@
    instead of Hyperscan. Goal: >= 150 MB/s on the typical log.
 2. Log viewer search: a rank-filtered search over a 128 MB log through the block scan
    (jobs.logfiles.search) against the line-by-line reader it replaces for plain files.
-3. The fault table: runs tests/chaos/test_faults.py (real Redis, workers, beat and gunicorn on the
+3. The engine on 1e6 repeated traceback openers, against as many ordinary lines.
+4. The fault table: runs tests/chaos/test_faults.py (real Redis, workers, beat and gunicorn on the
    test database, via scripts/test-services.sh) and prints each injected fault with how many
    incidents survived it and how many were lost.
 """
@@ -126,6 +127,25 @@ def log_search(size_mb: int) -> None:
           f"({size_mb / slow_s:.0f} MB/s)")
 
 
+def repeated_openers(count: int) -> None:
+    import triage
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-openers-"))
+    flood, normal = folder / "flood.log", folder / "normal.log"
+    flood.write_bytes(b"Traceback (most recent call last):\n" * count + b"KeyError: 'x'\n")
+    normal.write_bytes(b"[rank0]: step 1 loss 2.0 lr 1e-5 tokens/s=1843\n" * count + b"KeyError: 'x'\n")
+    timings = {}
+    for name, path in (("openers", flood), ("normal lines", normal)):
+        started = time.perf_counter()
+        triage.diagnose([str(path)])
+        timings[name] = time.perf_counter() - started
+        path.unlink()
+    folder.rmdir()
+    print(f"== engine: {count:,} repeated `Traceback (most recent call last):` lines: {timings['openers']:.2f} s "
+          f"({timings['openers'] / count * 1e6:.1f} us/line); baseline, {count:,} ordinary lines: "
+          f"{timings['normal lines']:.2f} s")
+
+
 def fault_table() -> bool:
     print("== fault table (tests/chaos/test_faults.py: real Redis, workers, beat, gunicorn)")
     report = Path(tempfile.mkstemp(prefix="chaos-report-", suffix=".jsonl")[1])
@@ -156,6 +176,7 @@ def main() -> int:
     args = parser.parse_args()
     ok = masking(args.mask_mb)
     log_search(args.search_mb)
+    repeated_openers(1_000_000)
     if not args.no_chaos:
         ok = fault_table() and ok
     return 0 if ok else 1

@@ -2,7 +2,7 @@
 """Load benchmark: 16 concurrent clients submitting a 5 MB log, then small logs, to a locally
 started gunicorn run with the production settings (deploy/gunicorn.conf.py: threaded workers).
 
-    .venv/bin/python bench/api_load.py [--clients 16] [--requests 160] [--size-mb 5] [--workers 2]
+    .venv/bin/python bench/api_load.py [--clients 16] [--requests 160] [--size-mb 5] [--workers 4]
 
 Uses a throwaway var folder (SQLite, filesystem broker, media) unless TRIAGE_DATABASE_URL is set;
 the diagnosis worker does not run. Prints p50/p90/p99 of the submit round trip (goal for 5 MB:
@@ -176,7 +176,7 @@ def main():
     parser.add_argument("--requests", type=int, default=160)
     parser.add_argument("--warmup", type=int, default=16)
     parser.add_argument("--size-mb", type=int, default=5)
-    parser.add_argument("--workers", type=int, default=max(2, min(8, os.cpu_count() or 2)))
+    parser.add_argument("--workers", type=int, default=max(2, min(8, 2 * (os.cpu_count() or 1))))
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--small-requests", type=int, default=200)
     parser.add_argument("--redis", action="store_true",

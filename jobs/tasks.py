@@ -238,6 +238,9 @@ def sweep(queued_deadline_s: int | None = None) -> dict[str, int]:
         # Touch the row so that the next sweep waits another deadline before sending again.
         Incident.objects.filter(pk=incident_pk, status=Incident.Status.QUEUED).update(updated_at=timezone.now())
         counts["reenqueued"] += 1
+    from jobs.webhooks import sweep_deliveries
+
+    counts["webhooks_reenqueued"] = sweep_deliveries()
     if any(counts.values()):
         logger.info("incident sweep: %s", counts)
     return counts

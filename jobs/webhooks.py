@@ -15,12 +15,13 @@ import logging
 import random
 import time
 import urllib.error
+from datetime import timedelta
 from functools import partial
 
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.dispatch import receiver
 from django.utils import timezone
 
@@ -99,7 +100,9 @@ def _backoff(retries: int) -> int:
     name="jobs.tasks.deliver_webhook", bind=True, max_retries=MAX_RETRIES,
     soft_time_limit=60, time_limit=90, acks_late=True,
 )
-def deliver_webhook(self, delivery_pk: int) -> str:
+def deliver_webhook(self, delivery_pk: int, attempt: int | None = None) -> str:
+    """POST one delivery. `attempt` is the number of attempts made before this one: the claim
+    below only lets the message that expects exactly that count through (None: the first)."""
     from jobs.models import WebhookDelivery
 
     delivery = (
@@ -128,30 +131,59 @@ def deliver_webhook(self, delivery_pk: int) -> str:
         "X-Triage-Timestamp": timestamp,
         "X-Triage-Signature": sign(secret, timestamp, body),
     }
-    rows.update(attempts=F("attempts") + 1, last_attempt_at=now)
+    # The claim: a duplicate message (a re-sent wake-up, a redelivered retry) finds the count moved on.
+    attempt = attempt or 0
+    if not rows.filter(status=WebhookDelivery.Status.PENDING, attempts=attempt).update(
+            attempts=F("attempts") + 1, last_attempt_at=now):
+        return "skipped"
     try:
         status_code = post(delivery.url, body, headers, address=addresses[0] if addresses else None)
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         reason = getattr(error, "reason", error)
-        return _retry_or_fail(self, rows, None, f"{type(error).__name__}: {reason}")
+        return _retry_or_fail(self, rows, None, f"{type(error).__name__}: {reason}", attempt + 1)
 
     if 200 <= status_code < 300:
         rows.update(status=WebhookDelivery.Status.DELIVERED, status_code=status_code, error="",
                     delivered_at=timezone.now())
         return "delivered"
     if status_code >= 500:
-        return _retry_or_fail(self, rows, status_code, f"HTTP {status_code}")
+        return _retry_or_fail(self, rows, status_code, f"HTTP {status_code}", attempt + 1)
     # 4xx is the receiver's final answer and a 3xx is a redirect we will not follow.
     rows.update(status=WebhookDelivery.Status.FAILED, status_code=status_code, error=f"HTTP {status_code}")
     return "failed"
 
 
-def _retry_or_fail(task, rows, status_code, error: str) -> str:
+def _retry_or_fail(task, rows, status_code, error: str, attempts: int) -> str:
     from jobs.models import WebhookDelivery
 
-    if task.request.retries >= task.max_retries:
+    if attempts > task.max_retries or task.request.retries >= task.max_retries:
         rows.update(status=WebhookDelivery.Status.FAILED, status_code=status_code,
-                    error=f"{error} (gave up after {task.request.retries + 1} attempts)")
+                    error=f"{error} (gave up after {attempts} attempts)")
         return "failed"
     rows.update(status_code=status_code, error=error)
-    raise task.retry(countdown=_backoff(task.request.retries), exc=TransientDeliveryError(error))
+    raise task.retry(args=[rows.get().pk, attempts], countdown=_backoff(attempts - 1),
+                     exc=TransientDeliveryError(error))
+
+
+LOST_AFTER_S = 600  # a pending delivery not tried for this long (beyond its backoff) lost its message
+
+
+def sweep_deliveries() -> int:
+    """Re-enqueue pending deliveries whose message was lost (the broker was down when the incident
+    finished, or forgot a scheduled retry). Called by jobs.tasks.sweep_incidents; the claim in
+    deliver_webhook keeps a duplicate from posting twice."""
+    from jobs.models import WebhookDelivery
+
+    now = timezone.now()
+    never_tried = Q(attempts=0, created_at__lt=now - timedelta(seconds=LOST_AFTER_S))
+    retry_lost = Q(attempts__gt=0, last_attempt_at__lt=now - timedelta(seconds=3600 + 10 + LOST_AFTER_S))
+    sent = 0
+    lost = WebhookDelivery.objects.filter(never_tried | retry_lost, status=WebhookDelivery.Status.PENDING)
+    for delivery_pk, attempts in lost.values_list("pk", "attempts")[:200]:
+        try:
+            deliver_webhook.delay(delivery_pk, attempts)
+        except Exception:  # noqa: BLE001 - the broker is still down; the next sweep tries again
+            log.warning("could not re-enqueue webhook delivery %s", delivery_pk)
+            break
+        sent += 1
+    return sent

@@ -93,3 +93,30 @@ def test_a_worker_that_lost_its_claim_saves_nothing(incident, settings):
     assert not Diagnosis.objects.exists()
     assert tasks.save_diagnosis(incident.pk, {"category": "gpu_oom"}, token=second) is True
     assert Diagnosis.objects.get().category == "gpu_oom"
+
+
+def test_a_lost_webhook_message_is_sent_again_and_a_duplicate_posts_nothing(alpha, make_incident, monkeypatch):
+    from jobs import webhooks
+    from jobs.models import WebhookDelivery
+
+    incident = make_incident(alpha, callback_url="https://93.184.215.14/hook")
+    delivery = WebhookDelivery.objects.create(incident=incident, url=incident.callback_url)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        created_at=timezone.now() - timedelta(seconds=webhooks.LOST_AFTER_S + 5))
+    resent = []
+    monkeypatch.setattr(webhooks.deliver_webhook, "delay", lambda *args: resent.append(args))
+    assert webhooks.sweep_deliveries() == 1 and resent == [(delivery.pk, 0)]
+
+    posts, duplicate = [], []
+
+    def receiver(*args, **kwargs):  # while the first copy posts, a second copy of the message runs
+        posts.append(args)
+        if not duplicate:
+            duplicate.append(webhooks.deliver_webhook.apply(args=[delivery.pk]).get())
+        return 204
+
+    monkeypatch.setattr(webhooks, "check_url", lambda url: ["93.184.215.14"])
+    monkeypatch.setattr(webhooks, "post", receiver)
+    assert webhooks.deliver_webhook.apply(args=[delivery.pk]).get() == "delivered"
+    assert duplicate == ["skipped"] and len(posts) == 1
+    assert WebhookDelivery.objects.get(pk=delivery.pk).attempts == 1

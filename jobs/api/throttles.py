@@ -4,14 +4,10 @@ The counters live in the shared cache (Redis). When it is unreachable, a request
 answered: the throttles count in a per-process memory cache instead ("fallback" in CACHES)
 until Redis answers again, so reads never depend on Redis.
 """
-import logging
-
-from django.core.cache import caches
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
+from jobs.cache import cache_call  # noqa: F401 - also used by the failed-key limiter
 from jobs.models import ApiKey
-
-logger = logging.getLogger(__name__)
 
 
 def client_ip(request) -> str:
@@ -20,15 +16,6 @@ def client_ip(request) -> str:
     Shared by the API limiters, the failed-key limiter and django-axes' login throttling.
     """
     return BaseThrottle().get_ident(getattr(request, "_request", request))
-
-
-def cache_call(method: str, *args, **kwargs):
-    """Call a cache method on the shared cache, falling back to the per-process one when it fails."""
-    try:
-        return getattr(caches["default"], method)(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - redis.ConnectionError, TimeoutError, ...
-        logger.warning("cache unavailable (%s); counting in process memory", type(error).__name__)
-        return getattr(caches["fallback"], method)(*args, **kwargs)
 
 
 class _FallbackCache:

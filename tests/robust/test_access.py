@@ -44,6 +44,15 @@ def test_reads_and_submits_answer_while_the_cache_is_down(alpha, alice, redis_do
     assert api("trg_wrong").get("/api/v1/incidents/").status_code == 401
 
 
+def test_incident_pages_and_charts_answer_while_the_cache_is_down(alpha, alice, client, make_incident, redis_down):
+    from tests.pages.factories import sample_diagnosis
+
+    client.force_login(alice)
+    incident = make_incident(alpha, diagnosis=sample_diagnosis(2))
+    assert client.get(reverse("jobs:incident_detail", args=[incident.pk])).status_code == 200
+    assert client.get(reverse("jobs:incident_timeline_json", args=[incident.pk])).status_code == 200
+
+
 def test_a_forged_forwarded_for_does_not_reset_the_failed_key_limiter(db, settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 0}
     caches["default"].clear()

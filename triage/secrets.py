@@ -288,8 +288,12 @@ def safe_cut(block: str | bytes) -> int:
     """
     is_bytes = isinstance(block, bytes | bytearray)
     hint, space_chars = (_HINT_BYTES, (b" ", b"\t")) if is_bytes else (_HINT, (" ", "\t"))
-    lowered = block.lower()
-    hints = [match.start() for match in hint.finditer(lowered)] if len(lowered) == len(block) else [0]
+    ends = _hint_ends(bytes(block)) if is_bytes else None
+    if ends is not None:  # a hint holds no space, so where it ends places it as well as its start
+        hints = ends
+    else:
+        lowered = block.lower()
+        hints = [match.start() for match in hint.finditer(lowered)] if len(lowered) == len(block) else [0]
     position = len(block) - 1
     while position > 0:
         space = max(block.rfind(space_chars[0], 0, position), block.rfind(space_chars[1], 0, position))

@@ -119,3 +119,17 @@ def test_the_staging_folder_is_gone_after_success_and_after_refusal(alice):
         submit(alice, upload("run.zip", b"PK\x03\x04broken"))
     assert list(staging_root().iterdir()) == []
     assert Artifact.objects.count() == 1
+
+
+@pytest.mark.parametrize("inner", ["gz", "tar.gz"])
+def test_a_truncated_archive_nested_in_a_zip_is_refused(alice, stored_files, inner):
+    import gzip
+
+    from tests.jobs.upload_builders import tar_bytes
+
+    payload = gzip.compress(RANK_LOG * 400) if inner == "gz" else tar_bytes({"rank0.log": RANK_LOG * 400})
+    archive = zip_bytes({"logs/rank1.log": RANK_LOG, f"logs/rank0.log.{inner}": payload[: len(payload) // 2]})
+    with pytest.raises(UploadRejected) as caught:
+        submit(alice, upload("run.zip", archive))
+    assert caught.value.code == "bad_archive"
+    assert Incident.objects.count() == 0 and stored_files() == []

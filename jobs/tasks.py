@@ -2,10 +2,11 @@
 
 The incident row is the source of truth; a broker message is only a wake-up call. So:
 - diagnose_incident claims the incident with a conditional update (queued -> diagnosing, or a
-  diagnosing row whose heartbeat stopped), tagging the claim with a token; a second delivery of
-  the same message does nothing, and a worker that lost its claim saves nothing.
-- while it works, a heartbeat thread touches the row every TRIAGE_HEARTBEAT_S seconds; a row
-  whose heartbeat is older than three beats belongs to a dead worker (kill -9, OOM killer).
+  diagnosing row whose heartbeat stopped); the claim's token is the `updated_at` it wrote. A
+  second delivery of the same message does nothing, and a worker that lost its claim saves nothing.
+- while it works, a heartbeat thread moves `updated_at` on every TRIAGE_HEARTBEAT_S seconds with a
+  compare-and-set on the token; a row whose heartbeat is older than three beats belongs to a dead
+  worker (kill -9, OOM killer).
 - a pool child killed mid-diagnosis (WorkerLostError) marks the attempt and requeues the incident,
   up to MAX_LOST_ATTEMPTS, then fails it with the reason (the same input keeps killing workers).
 - sweep_incidents (Celery beat) re-enqueues incidents queued or diagnosing past their deadline:
@@ -21,7 +22,6 @@ import re
 import shutil
 import tempfile
 import threading
-import uuid
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
@@ -30,7 +30,7 @@ from celery.exceptions import SoftTimeLimitExceeded, WorkerLostError
 from celery.signals import task_failure
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, TextField, Value, When
 from django.utils import timezone
 
 import triage
@@ -48,7 +48,6 @@ HARD_LIMIT_GRACE_S = 30
 
 
 MAX_LOST_ATTEMPTS = 3
-_CLAIM = re.compile(r" ?\[claim:([0-9a-f]{12})\]$")
 _LOST = re.compile(r"^Attempt (\d+) was lost")
 
 
@@ -80,32 +79,26 @@ def claimable(retrying: bool) -> Q:
     return condition
 
 
-def without_claim(reason: str) -> str:
-    return _CLAIM.sub("", reason or "")
-
-
-def claim(incident_pk: int, retrying: bool) -> str | None:
-    """Take the incident for this worker; return the claim token, or None when someone else has it."""
-    token = uuid.uuid4().hex[:12]
-    row = Incident.objects.filter(claimable(retrying), pk=incident_pk).values_list("status_reason", flat=True).first()
-    if row is None:
-        return None
+def claim(incident_pk: int, retrying: bool):
+    """Take the incident for this worker; return the claim token (the `updated_at` written), or
+    None when someone else has it."""
+    token = timezone.now()
+    keep_lost_note = Case(When(status_reason__regex=_LOST.pattern, then=F("status_reason")), default=Value(""),
+                          output_field=TextField())
     claimed = Incident.objects.filter(claimable(retrying), pk=incident_pk).update(
-        status=Incident.Status.DIAGNOSING, status_reason=f"{without_claim(row)} [claim:{token}]".lstrip(),
-        updated_at=timezone.now(),
-    )
+        status=Incident.Status.DIAGNOSING, status_reason=keep_lost_note, updated_at=token)
     return token if claimed else None
 
 
-def holding(incident_pk: int, token: str):
-    return Incident.objects.filter(pk=incident_pk, status=Incident.Status.DIAGNOSING,
-                                   status_reason__endswith=f"[claim:{token}]")
+def holding(incident_pk: int, token):
+    return Incident.objects.filter(pk=incident_pk, status=Incident.Status.DIAGNOSING, updated_at=token)
 
 
 class Heartbeat(threading.Thread):
-    """Touches the claimed row while the engine runs, so a live diagnosis is never taken over."""
+    """Moves the claimed row's `updated_at` on while the engine runs (compare-and-set on the token),
+    so a live diagnosis is never taken over; `token` is the current claim after stop()."""
 
-    def __init__(self, incident_pk: int, token: str):
+    def __init__(self, incident_pk: int, token):
         super().__init__(name=f"heartbeat-{incident_pk}", daemon=True)
         self.incident_pk, self.token = incident_pk, token
         self.stopped = threading.Event()
@@ -114,10 +107,12 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopped.wait(heartbeat_s()):
+                beat = timezone.now()
                 try:
-                    if not holding(self.incident_pk, self.token).update(updated_at=timezone.now()):
+                    if not holding(self.incident_pk, self.token).update(updated_at=beat):
                         self.lost = True
                         return
+                    self.token = beat
                 except TRANSIENT_ERRORS:
                     logger.warning("heartbeat of incident %s missed: database unavailable", self.incident_pk)
         finally:
@@ -125,7 +120,8 @@ class Heartbeat(threading.Thread):
 
     def stop(self) -> None:
         self.stopped.set()
-        self.join(timeout=5)
+        if self.is_alive():
+            self.join(timeout=5)
 
 
 @shared_task(
@@ -145,7 +141,7 @@ def diagnose_incident(self, incident_pk: int) -> str:
     try:
         diagnosis = run_engine(Incident.objects.get(pk=incident_pk))
         beat.stop()
-        return "diagnosed" if save_diagnosis(incident_pk, diagnosis, token=token) else "skipped"
+        return "diagnosed" if save_diagnosis(incident_pk, diagnosis, token=beat.token) else "skipped"
     except SoftTimeLimitExceeded:
         mark_failed(incident_pk, f"The diagnosis took longer than {settings.TRIAGE_DIAGNOSE_TIME_LIMIT} s.")
         return "failed"
@@ -205,7 +201,7 @@ def lost_attempt(incident_pk: int, why: str) -> bool:
             pk=incident_pk, status=Incident.Status.DIAGNOSING).first()
         if incident is None:
             return False
-        previous = _LOST.match(without_claim(incident.status_reason))
+        previous = _LOST.match(incident.status_reason)
         attempt = int(previous.group(1)) + 1 if previous else 1
         if attempt >= MAX_LOST_ATTEMPTS:
             incident.status = Incident.Status.FAILED
@@ -308,7 +304,7 @@ def run_engine(incident: Incident) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def save_diagnosis(incident_pk: int, data: dict, token: str | None = None) -> bool:
+def save_diagnosis(incident_pk: int, data: dict, token=None) -> bool:
     """Store the verdict; False (nothing stored) when `token` no longer holds the claim."""
     root_cause = data.get("root_cause") or {}
     with transaction.atomic():

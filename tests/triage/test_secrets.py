@@ -123,3 +123,14 @@ def test_masking_from_many_threads_at_once_gives_the_same_result():
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda _: Masker().feed_bytes(block.encode()), range(64)))
     assert all(result == expected for result in results) and b"hf_Zq8m" not in expected
+
+
+def test_the_standard_library_scan_masks_exactly_as_hyperscan(monkeypatch):
+    from triage import secrets
+
+    placed = "".join(f"{line}\n" for _, _, text in FORMS for line in _placements(text))
+    block = ("step 1 loss 2.0 tokens/s=1843\n" * 50 + placed) * 3
+    fast = Masker().feed_bytes(block.encode())
+    monkeypatch.setattr(secrets, "_hyperscan", None)
+    assert Masker().feed_bytes(block.encode()) == fast
+    assert all(secret.encode() not in fast for _, secret, _ in FORMS)

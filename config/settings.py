@@ -112,7 +112,8 @@ STORAGES = {
 
 # Uploads: every file is streamed to disk; nothing big is held in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
-FILE_UPLOAD_TEMP_DIR = None
+FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "upload-tmp")  # swept of what a killed process left (jobs.staging)
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("TRIAGE_UPLOAD_MAX_FILES", 512, minimum=1)
 TRIAGE_UPLOAD_MAX_BYTES = env_int("TRIAGE_UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1)
@@ -125,7 +126,12 @@ REDIS_URL = env_str("TRIAGE_REDIS_URL")
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # A dead worker's unacked messages return after the visibility timeout (minutes, not an hour);
+    # a message redelivered while its diagnosis still runs is harmless: the claim skips it.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("TRIAGE_VISIBILITY_TIMEOUT_S", 300, minimum=10),
+        "socket_connect_timeout": 2, "socket_timeout": 10,
+    }
 else:
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -173,6 +179,9 @@ REST_FRAMEWORK = {
         "submit": env_str("TRIAGE_SUBMIT_RATE", "120/min"),
         "anon": "60/min",
     },
+    # Reverse proxies in front of the app (1 behind nginx): the client address is that many entries
+    # from the right of X-Forwarded-For; 0 ignores the header (a client could forge it).
+    "NUM_PROXIES": env_int("TRIAGE_NUM_PROXIES", 0, minimum=0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Triage API",
@@ -191,9 +200,12 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# "fallback" is per process: throttles and the failed-key limiter count there while Redis is down.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+          "fallback": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "fallback"}}
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES["default"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1}}
 
 LOGGING = {
     "version": 1,
@@ -210,3 +222,30 @@ TRIAGE_SANDBOX_SLOTS = env_int("TRIAGE_SANDBOX_SLOTS", 8, minimum=1)
 TRIAGE_REPRO_WALL_S = env_int("TRIAGE_REPRO_WALL_S", 180, minimum=5)
 TRIAGE_REPRO_TIME_LIMIT = env_int("TRIAGE_REPRO_TIME_LIMIT", 1200, minimum=30)
 TRIAGE_REPRO_CACHE = env_str("TRIAGE_REPRO_CACHE", "")
+# --- Robustness (issue 15): exactly-once diagnosis, sweeps, broker outages, login throttling ---
+TRIAGE_HEARTBEAT_S = env_int("TRIAGE_HEARTBEAT_S", 20, minimum=1)  # a diagnosing row is touched this often
+TRIAGE_QUEUED_DEADLINE_S = env_int("TRIAGE_QUEUED_DEADLINE_S", 60, minimum=1)  # queued longer: enqueue again
+TRIAGE_SWEEP_EVERY_S = env_int("TRIAGE_SWEEP_EVERY_S", 20, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-incidents": {"task": "jobs.tasks.sweep_incidents", "schedule": float(TRIAGE_SWEEP_EVERY_S),
+                        "options": {"expires": float(TRIAGE_SWEEP_EVERY_S)}},
+    "sweep-orphan-files": {"task": "jobs.tasks.sweep_orphan_files", "schedule": 600.0, "options": {"expires": 600.0}},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_TASK_REJECT_ON_WORKER_LOST = False  # jobs.tasks.record_lost_worker marks the attempt instead
+CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A submit must answer while the broker is down: give up publishing after about a second.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as django-axes asks
+AUTHENTICATION_BACKENDS = ["jobs.login_throttle.RequestOnlyAxesBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("TRIAGE_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = env_int("TRIAGE_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "jobs.api.throttles.client_ip"  # the same proxy count as the API limiters
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429

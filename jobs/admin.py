@@ -1,7 +1,17 @@
-"""Admin: teams and their members, incidents with artifacts and diagnosis, API keys (hashes only)."""
+"""Admin: teams and their members, incidents with artifacts, diagnosis and webhook deliveries, API keys
+(hashes only), webhook endpoints and the delivery log."""
 from django.contrib import admin
 
-from jobs.models import ApiKey, Artifact, Diagnosis, Incident, Membership, Team
+from jobs.models import (
+    ApiKey,
+    Artifact,
+    Diagnosis,
+    Incident,
+    Membership,
+    Team,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -26,6 +36,17 @@ class ArtifactInline(admin.TabularInline):
     can_delete = False
 
 
+class WebhookDeliveryInline(admin.TabularInline):
+    model = WebhookDelivery
+    extra = 0
+    can_delete = False
+    fields = ["url", "status", "attempts", "status_code", "error", "last_attempt_at", "delivered_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Incident)
 class IncidentAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "team", "status", "category", "failing_rank", "job_id", "created_at"]
@@ -33,7 +54,7 @@ class IncidentAdmin(admin.ModelAdmin):
     search_fields = ["title", "job_id", "summary", "exception"]
     readonly_fields = ["created_at", "updated_at", "diagnosed_at", "idempotency_key"]
     list_select_related = ["team"]
-    inlines = [ArtifactInline]
+    inlines = [ArtifactInline, WebhookDeliveryInline]
 
 
 @admin.register(Diagnosis)
@@ -50,3 +71,19 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = ["scope", "team"]
     search_fields = ["prefix", "name"]
     readonly_fields = ["prefix", "hashed_key", "last_used_at", "created_at"]
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    list_display = ["url", "team", "active", "created_at"]
+    list_filter = ["active", "team"]
+    search_fields = ["url"]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    list_display = ["incident", "url", "status", "attempts", "status_code", "last_attempt_at", "delivered_at"]
+    list_filter = ["status", "event"]
+    search_fields = ["url", "incident__job_id"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+    list_select_related = ["incident"]

@@ -7,5 +7,5 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # Connects the incident_finished receiver and registers the delivery task and its admin.
-        from jobs import webhooks, webhooks_admin  # noqa: F401
+        # Connects the incident_finished receiver and registers the delivery task.
+        from jobs import webhooks  # noqa: F401

@@ -5,11 +5,19 @@ collapsed into one swimlane. The memory chart's series live in jobs/memorychart.
 """
 from __future__ import annotations
 
+import html
+
 from jobs.presenters import as_int, as_list, rank_ranges, text
 from triage.memory.downsample import downsample  # noqa: F401  (re-exported: tests and callers use it here)
 
 MAX_POINTS = 5000
 TOTAL_POINT_BUDGET = 60_000
+
+
+def _plain(value: str) -> str:
+    """Text from a log shown by Plotly, which renders a little HTML (<a>, <b>, <span style>) in
+    hover text and trace names: escape the markup so that it shows as typed."""
+    return html.escape(value, quote=False)
 MAX_LANE_EVENTS = 200
 MAX_LANES = 48
 
@@ -43,7 +51,7 @@ def _events(rank: dict) -> list[dict]:
     for event in as_list(rank.get("events")):
         if isinstance(event, dict):
             events.append({"t": event.get("t"), "seq": as_int(event.get("seq")),
-                           "kind": _kind(event.get("kind")), "text": text(event.get("text"))[:300],
+                           "kind": _kind(event.get("kind")), "text": _plain(text(event.get("text"))[:300]),
                            "source": text(event.get("source")), "line": as_int(event.get("line"))})
     return events
 

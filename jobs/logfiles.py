@@ -140,6 +140,91 @@ class SearchResult:
     error: str = ""
 
 
+SCAN_BLOCK = 8 * 1024 * 1024
+
+
+def _local_plain_path(artifact, member: str):
+    """The file on disk when the artifact is plain text in local storage (what uploads store)."""
+    name = _lower_name(artifact)
+    if member or name.endswith((".gz", ".zip", ".tar", ".tgz")):
+        return None
+    try:
+        return artifact.file.path
+    except (NotImplementedError, ValueError):
+        return None
+
+
+class _CarriageReturns(Exception):
+    pass
+
+
+def _fast_search(path: str, needle: bytes, keep, from_line: int, limit: int, byte_budget: int) -> SearchResult:
+    """search() over a plain file in 8 MiB blocks: the needle is found by bytes.find over the
+    lower-cased block (C speed) and line numbers by counting line ends, instead of decoding and
+    lower-casing the file line by line (a rank-filtered search of 300 MB took seconds)."""
+    result = SearchResult()
+    line = 1  # number of the first line of the current block
+    read = 0
+    carry = b""
+    with open(path, "rb") as handle:
+        while True:
+            chunk = handle.read(SCAN_BLOCK)
+            block = carry + chunk
+            if not block:
+                break
+            cut = block.rfind(b"\n") + 1 if chunk else len(block)
+            if cut == 0:
+                cut = len(block)
+            block, carry = block[:cut], block[cut:]
+            if b"\r" in block:  # a lone CR is a line end to the page reader: let it count the lines
+                raise _CarriageReturns
+            start = 0
+            if line < from_line:  # skip whole lines before from_line
+                lines_here = block.count(b"\n")
+                if line + lines_here <= from_line and chunk:
+                    line += lines_here
+                    continue
+                while line < from_line:
+                    found = block.find(b"\n", start)
+                    if found < 0:
+                        return result
+                    start = found + 1
+                    line += 1
+            if read + (len(block) - start) > byte_budget:
+                stop = start + (byte_budget - read)
+                stop = block.rfind(b"\n", start, max(stop, start)) + 1 or start
+                lowered, budget_line = block[start:stop].lower(), line + block.count(b"\n", start, stop)
+                block, carry, chunk = block[:stop], b"", b""
+                result.complete, result.next_from = False, budget_line
+            else:
+                lowered = block[start:].lower()
+            read += len(block) - start
+            counted, at_line, position = start, line, 0
+            while True:
+                hit = lowered.find(needle, position)
+                if hit < 0:
+                    break
+                begin = block.rfind(b"\n", 0, start + hit) + 1
+                end = block.find(b"\n", start + hit)
+                end = len(block) if end < 0 else end
+                at_line += block.count(b"\n", counted, begin)
+                counted = begin
+                position = end - start + 1
+                text = block[begin:end].decode("utf-8", errors="replace")
+                if keep and not keep(text):
+                    continue
+                if len(result.matches) >= limit:
+                    result.complete, result.next_from = False, at_line
+                    return result
+                result.matches.append((at_line, _clip(text)))
+            if not result.complete:
+                return result
+            line += block.count(b"\n", start)
+            if not chunk:
+                break
+    return result
+
+
 def search(artifact, query: str, *, member: str = "", rank=None, from_line: int = 1,
            limit: int = SEARCH_MAX_MATCHES, byte_budget: int = SCAN_BYTE_BUDGET) -> SearchResult:
     """Case-insensitive substring search, streaming, bounded by matches and bytes read."""
@@ -149,6 +234,15 @@ def search(artifact, query: str, *, member: str = "", rank=None, from_line: int 
     read = 0
     if not needle:
         return result
+    path = _local_plain_path(artifact, member)
+    if path is not None and needle.isascii() and "\n" not in needle:
+        try:
+            return _fast_search(path, needle.encode(), keep, max(1, from_line), limit, byte_budget)
+        except _CarriageReturns:
+            pass  # the line-by-line reader below
+        except OSError as error:
+            result.error = f"This file cannot be read: {error.__class__.__name__}"
+            return result
     try:
         with open_lines(artifact, member) as stream:
             for number, text in enumerate(stream, start=1):

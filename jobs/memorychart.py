@@ -12,6 +12,7 @@ Two charts, read separately:
 """
 from __future__ import annotations
 
+import html
 import math
 
 from jobs.presenters import as_dict, as_int, as_list, text
@@ -48,12 +49,13 @@ def _points(series: dict) -> list[tuple[float, float]]:
 
 
 def _series_label(series: dict) -> str:
-    name = text(series.get("name"))
+    """Plotly renders a little HTML in trace names: text from a log is escaped so it shows as typed."""
+    name = html.escape(text(series.get("name")), quote=False)
     if name:
         return name
     rank, gpu = as_int(series.get("rank")), as_int(series.get("gpu"))
     parts = [f"rank {rank}" if rank is not None else "", f"GPU {gpu}" if gpu is not None else "",
-             text(series.get("kind"))]
+             html.escape(text(series.get("kind")), quote=False)]
     return " ".join(p for p in parts if p) or "memory"
 
 

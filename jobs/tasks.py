@@ -1,28 +1,42 @@
 """Celery tasks: thin. Load the row, call the engine, save the result.
 
-diagnose_incident claims the incident with a conditional update (queued -> diagnosing), so a
-second delivery of the same message does nothing. Every way out of `diagnosing` is explicit:
-diagnosed, failed (with the reason), or back to queued for a retry of a transient database error.
+The incident row is the source of truth; a broker message is only a wake-up call. So:
+- diagnose_incident claims the incident with a conditional update (queued -> diagnosing, or a
+  diagnosing row whose heartbeat stopped); the claim's token is the `updated_at` it wrote. A
+  second delivery of the same message does nothing, and a worker that lost its claim saves nothing.
+- while it works, a heartbeat thread moves `updated_at` on every TRIAGE_HEARTBEAT_S seconds with a
+  compare-and-set on the token; a row whose heartbeat is older than three beats belongs to a dead
+  worker (kill -9, OOM killer).
+- a pool child killed mid-diagnosis (WorkerLostError) marks the attempt and requeues the incident,
+  up to MAX_LOST_ATTEMPTS, then fails it with the reason (the same input keeps killing workers).
+- sweep_incidents (Celery beat) re-enqueues incidents queued or diagnosing past their deadline:
+  a failed enqueue (broker down at submit), a lost message, a dead worker.
+- time limits are the worker's own settings: messages carry none.
+Every way out of `diagnosing` is explicit: diagnosed, failed (with the reason), or back to queued.
 """
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
+import threading
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
 from celery import Task, shared_task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, WorkerLostError
+from celery.signals import task_failure
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import Q
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
+from django.db.models import Case, F, Q, TextField, Value, When
 from django.utils import timezone
 
 import triage
 from jobs.models import Artifact, Diagnosis, Incident
 from jobs.signals import diagnosis_saved, incident_finished
+from jobs.staging import sweep_orphans, work_root
 from jobs.uploads import upload_limits
 
 logger = logging.getLogger(__name__)
@@ -30,6 +44,10 @@ logger = logging.getLogger(__name__)
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 MAX_RETRIES = 5
 HARD_LIMIT_GRACE_S = 30
+
+
+MAX_LOST_ATTEMPTS = 3
+_LOST = re.compile(r"^Attempt (\d+) was lost")
 
 
 class DiagnoseTask(Task):
@@ -43,31 +61,86 @@ class DiagnoseTask(Task):
             logger.exception("could not mark incident %s failed", incident_pk)
 
 
+def heartbeat_s() -> int:
+    return settings.TRIAGE_HEARTBEAT_S
+
+
+def stale_before():
+    """A diagnosing row not touched since this moment belongs to a dead worker."""
+    return timezone.now() - timedelta(seconds=3 * heartbeat_s())
+
+
 def claimable(retrying: bool) -> Q:
-    """Queued rows; rows a dead worker left diagnosing past the hard limit; our own retries' rows."""
-    stale_before = timezone.now() - timedelta(seconds=settings.TRIAGE_DIAGNOSE_TIME_LIMIT + 2 * HARD_LIMIT_GRACE_S)
-    condition = Q(status=Incident.Status.QUEUED) | Q(status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before)
+    """Queued rows; rows a dead worker left diagnosing (heartbeat stopped); our own retries' rows."""
+    condition = Q(status=Incident.Status.QUEUED) | Q(status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before())
     if retrying:  # the previous try may not have managed to requeue
         condition |= Q(status=Incident.Status.DIAGNOSING)
     return condition
 
 
+def claim(incident_pk: int, retrying: bool):
+    """Take the incident for this worker; return the claim token (the `updated_at` written), or
+    None when someone else has it."""
+    token = timezone.now()
+    keep_lost_note = Case(When(status_reason__regex=_LOST.pattern, then=F("status_reason")), default=Value(""),
+                          output_field=TextField())
+    claimed = Incident.objects.filter(claimable(retrying), pk=incident_pk).update(
+        status=Incident.Status.DIAGNOSING, status_reason=keep_lost_note, updated_at=token)
+    return token if claimed else None
+
+
+def holding(incident_pk: int, token):
+    return Incident.objects.filter(pk=incident_pk, status=Incident.Status.DIAGNOSING, updated_at=token)
+
+
+class Heartbeat(threading.Thread):
+    """Moves the claimed row's `updated_at` on while the engine runs (compare-and-set on the token),
+    so a live diagnosis is never taken over; `token` is the current claim after stop()."""
+
+    def __init__(self, incident_pk: int, token):
+        super().__init__(name=f"heartbeat-{incident_pk}", daemon=True)
+        self.incident_pk, self.token = incident_pk, token
+        self.stopped = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(heartbeat_s()):
+                beat = timezone.now()
+                try:
+                    if not holding(self.incident_pk, self.token).update(updated_at=beat):
+                        self.lost = True
+                        return
+                    self.token = beat
+                except TRANSIENT_ERRORS:
+                    logger.warning("heartbeat of incident %s missed: database unavailable", self.incident_pk)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.is_alive():
+            self.join(timeout=5)
+
+
 @shared_task(
     bind=True, base=DiagnoseTask, name="jobs.tasks.diagnose_incident", acks_late=True,  # queue: task routes
+    # The worker's own settings: enqueue_diagnosis sends messages without limits of their own.
     soft_time_limit=settings.TRIAGE_DIAGNOSE_TIME_LIMIT,
     time_limit=settings.TRIAGE_DIAGNOSE_TIME_LIMIT + HARD_LIMIT_GRACE_S,
     max_retries=MAX_RETRIES,
+    reject_on_worker_lost=False,  # a lost child is handled by record_lost_worker, not by redelivery
 )
 def diagnose_incident(self, incident_pk: int) -> str:
-    claimed = Incident.objects.filter(claimable(bool(self.request.retries)), pk=incident_pk).update(
-        status=Incident.Status.DIAGNOSING, status_reason="", updated_at=timezone.now()
-    )
-    if not claimed:
+    token = claim(incident_pk, bool(self.request.retries))
+    if token is None:
         return "skipped"
+    beat = Heartbeat(incident_pk, token)
+    beat.start()
     try:
         diagnosis = run_engine(Incident.objects.get(pk=incident_pk))
-        save_diagnosis(incident_pk, diagnosis)
-        return "diagnosed"
+        beat.stop()
+        return "diagnosed" if save_diagnosis(incident_pk, diagnosis, token=beat.token) else "skipped"
     except SoftTimeLimitExceeded:
         mark_failed(incident_pk, f"The diagnosis took longer than {settings.TRIAGE_DIAGNOSE_TIME_LIMIT} s.")
         return "failed"
@@ -76,7 +149,8 @@ def diagnose_incident(self, incident_pk: int) -> str:
             mark_failed(incident_pk, f"Database unavailable after {MAX_RETRIES} retries: {exc}")
             return "failed"
         requeue(incident_pk)
-        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), 60)) from exc
+        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), 60),
+                         time_limit=None, soft_time_limit=None) from exc
     except triage.UnusableInput as exc:
         mark_failed(incident_pk, f"The logs could not be read: {exc}")
         return "failed"
@@ -84,6 +158,97 @@ def diagnose_incident(self, incident_pk: int) -> str:
         logger.exception("diagnosis of incident %s failed", incident_pk)
         mark_failed(incident_pk, f"The engine failed: {type(exc).__name__}: {exc}")
         return "failed"
+    finally:
+        beat.stop()
+
+
+def enqueue_diagnosis(incident_pk: int) -> bool:
+    """Send the wake-up call; False (logged) when the broker cannot take it. The sweep retries."""
+    try:
+        diagnose_incident.apply_async((incident_pk,), time_limit=None, soft_time_limit=None)
+        return True
+    except Exception:  # noqa: BLE001 - broker down: the incident stays queued for the sweep
+        logger.warning("could not enqueue incident %s; the sweep will", incident_pk, exc_info=True)
+        return False
+
+
+@task_failure.connect(dispatch_uid="jobs.tasks.record_lost_worker")
+def record_lost_worker(sender=None, exception=None, args=None, kwargs=None, **_ignored):
+    """A pool child died mid-diagnosis (kill -9, the OOM killer): mark the attempt, then retry or fail.
+
+    Runs in the worker's main process, where Celery reports the WorkerLostError.
+    """
+    if getattr(sender, "name", None) != diagnose_incident.name or not isinstance(exception, WorkerLostError):
+        return
+    incident_pk = (args or [None])[0] if args else (kwargs or {}).get("incident_pk")
+    if incident_pk is None:
+        return
+    if not connection.in_atomic_block:  # the main process's connection may be hours old
+        close_old_connections()
+    try:
+        if lost_attempt(incident_pk, f"the worker process died ({exception})"):
+            enqueue_diagnosis(incident_pk)
+    except Exception:  # noqa: BLE001 - the sweep recovers the incident when this cannot
+        logger.exception("could not record the lost attempt of incident %s", incident_pk)
+
+
+def lost_attempt(incident_pk: int, why: str) -> bool:
+    """Record a lost attempt of a diagnosing incident; True when it was requeued, False when failed
+    (or not diagnosing any more)."""
+    with transaction.atomic():
+        incident = Incident.objects.select_for_update().filter(
+            pk=incident_pk, status=Incident.Status.DIAGNOSING).first()
+        if incident is None:
+            return False
+        previous = _LOST.match(incident.status_reason)
+        attempt = int(previous.group(1)) + 1 if previous else 1
+        if attempt >= MAX_LOST_ATTEMPTS:
+            incident.status = Incident.Status.FAILED
+            incident.status_reason = (f"The diagnosis was lost {attempt} times: {why}. The logs may need more "
+                                      "memory than a worker has; retry with fewer or smaller files.")
+            incident.save(update_fields=["status", "status_reason", "updated_at"])
+            transaction.on_commit(lambda: announce(incident_pk))
+            return False
+        incident.status = Incident.Status.QUEUED
+        incident.status_reason = f"Attempt {attempt} was lost: {why}; retrying."
+        incident.save(update_fields=["status", "status_reason", "updated_at"])
+        return True
+
+
+def sweep(queued_deadline_s: int | None = None) -> dict[str, int]:
+    """Re-enqueue incidents queued past their deadline and recover those a dead worker left."""
+    deadline = settings.TRIAGE_QUEUED_DEADLINE_S if queued_deadline_s is None else queued_deadline_s
+    counts = {"requeued_dead": 0, "failed_dead": 0, "reenqueued": 0}
+    for incident_pk in Incident.objects.filter(
+            status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before()).values_list("pk", flat=True)[:500]:
+        if lost_attempt(incident_pk, "the worker stopped answering (killed or lost)"):
+            counts["requeued_dead"] += 1
+        else:
+            counts["failed_dead"] += 1
+    overdue = timezone.now() - timedelta(seconds=deadline)
+    for incident_pk in Incident.objects.filter(
+            status=Incident.Status.QUEUED, updated_at__lt=overdue).values_list("pk", flat=True)[:500]:
+        if not enqueue_diagnosis(incident_pk):
+            break  # the broker is still down: the next sweep tries again
+        # Touch the row so that the next sweep waits another deadline before sending again.
+        Incident.objects.filter(pk=incident_pk, status=Incident.Status.QUEUED).update(updated_at=timezone.now())
+        counts["reenqueued"] += 1
+    from jobs.webhooks import sweep_deliveries
+
+    counts["webhooks_reenqueued"] = sweep_deliveries()
+    if any(counts.values()):
+        logger.info("incident sweep: %s", counts)
+    return counts
+
+
+@shared_task(name="jobs.tasks.sweep_incidents", ignore_result=True, soft_time_limit=60, time_limit=90)
+def sweep_incidents() -> dict:
+    return sweep()
+
+
+@shared_task(name="jobs.tasks.sweep_orphan_files", ignore_result=True, soft_time_limit=600, time_limit=660)
+def sweep_orphan_files() -> dict:
+    return sweep_orphans()
 
 
 def layout(incident: Incident, folder: Path) -> dict:
@@ -124,7 +289,7 @@ def place(artifact: Artifact, target: Path) -> None:
 
 def run_engine(incident: Incident) -> dict:
     """Run triage.diagnose over the incident's artifacts; return the CONTRACT JSON."""
-    folder = Path(tempfile.mkdtemp(prefix=f"triage-incident-{incident.pk}-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"incident-{incident.pk}-", dir=work_root()))
     try:
         inputs = layout(incident, folder)
         if not inputs["paths"]:
@@ -138,10 +303,15 @@ def run_engine(incident: Incident) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def save_diagnosis(incident_pk: int, data: dict) -> None:
+def save_diagnosis(incident_pk: int, data: dict, token=None) -> bool:
+    """Store the verdict; False (nothing stored) when `token` no longer holds the claim."""
     root_cause = data.get("root_cause") or {}
     with transaction.atomic():
-        incident = Incident.objects.select_for_update().get(pk=incident_pk)
+        rows = holding(incident_pk, token) if token else Incident.objects.filter(pk=incident_pk)
+        incident = rows.select_for_update().first()
+        if incident is None:
+            logger.warning("incident %s was taken over while this worker diagnosed it; result dropped", incident_pk)
+            return False
         saved, _ = Diagnosis.objects.update_or_create(incident=incident, defaults={
             "engine_version": str(data.get("engine_version") or getattr(triage, "ENGINE_VERSION", ""))[:20],
             "data": data,
@@ -160,6 +330,7 @@ def save_diagnosis(incident_pk: int, data: dict) -> None:
         incident.diagnosed_at = timezone.now()
         incident.save()
         transaction.on_commit(lambda: announce(incident_pk))
+    return True
 
 
 def mark_failed(incident_pk: int, reason: str, only_from: str | None = None) -> None:
@@ -178,7 +349,7 @@ def requeue(incident_pk: int) -> None:
     """Best effort: the database may be the thing that is down."""
     try:
         Incident.objects.filter(pk=incident_pk, status=Incident.Status.DIAGNOSING).update(
-            status=Incident.Status.QUEUED, updated_at=timezone.now()
+            status=Incident.Status.QUEUED, status_reason="", updated_at=timezone.now()
         )
     except TRANSIENT_ERRORS:
         logger.warning("could not requeue incident %s; the retry will reclaim it", incident_pk)

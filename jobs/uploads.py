@@ -2,26 +2,27 @@
 
 Three phases, so that a rejected upload never leaves a half-made incident:
 1. validate: counts, sizes, empty and binary files, and every archive through the engine's
-   `triage.inspect_upload` (bombs, traversal, member counts, corrupt archives);
-2. prepare: stream every log into a local work folder as plain text, line by line, with
-   secrets masked; archives become one file per member, .gz files are decompressed (capped);
+   `triage.inspect_upload` (bombs, traversal, member counts, corrupt or truncated archives);
+2. prepare: stream every log, config and data sample into the request's staging folder as
+   plain text, line by line, with secrets masked; archives become one file per member, .gz
+   files are decompressed (capped);
 3. store: the Incident and its Artifact rows in one transaction, the files moved into storage,
-   `diagnose_incident` enqueued on commit. Any failure deletes the files already stored.
+   `diagnose_incident` enqueued on commit. Any failure deletes the files already stored; a
+   process killed in between leaves files that the orphan sweep (jobs.staging) removes.
+
+Files that are ignored rather than refused (an empty file next to others, an empty or binary
+archive member) are described in `incident.upload_notes`: a list of
+{"file": name, "code": "empty_file" | "binary_file", "message": text}.
+
+Archive handling lives in jobs.archives, text sniffing and masked copying in jobs.textfiles,
+staging folders and the orphan sweep in jobs.staging; their names stay importable from here.
 """
 from __future__ import annotations
 
-import codecs
-import gzip
-import hashlib
 import io
 import logging
-import re
-import shutil
-import tarfile
 import tempfile
-import zipfile
-import zlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -32,18 +33,19 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 import triage
+from jobs.archives import ARCHIVE_ERRORS as _ARCHIVE_ERRORS
+from jobs.archives import Budget as _Budget  # noqa: F401 - kept importable
+from jobs.archives import container_kind, open_members  # noqa: F401 - kept importable
 from jobs.models import Artifact, Incident
-from triage.text import mask_block, mask_secrets  # one masking for the engine and the stored artifacts
+from jobs.staging import stage
+from jobs.textfiles import binary_reason, sample_of, write_masked
+from triage.secrets import mask_secrets  # one masking for the engine and the stored artifacts
 
 logger = logging.getLogger(__name__)
 
 READ_SIZE = 1024 * 1024
-MASK_BLOCK = 1024 * 1024  # bytes of whole lines masked at once; a longer line is masked in pieces
-SNIFF_BYTES = 8192
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
-_ARCHIVE_ERRORS = (OSError, EOFError, ValueError, zlib.error, zipfile.BadZipFile, tarfile.TarError)
 META_FIELDS = ("title", "job_id", "attempt", "scheduler", "cluster", "callback_url", "idempotency_key")
+MASKED_FIELDS = ("title", "job_id", "attempt", "scheduler", "cluster")  # free text a user may paste a secret into
 PASTED_LOG_NAME = "pasted.log"
 
 
@@ -65,6 +67,18 @@ class UploadRejected(Exception):
 
     def as_dict(self) -> dict:
         return {"code": self.code, "message": self.message, "field": self.field}
+
+
+@dataclass
+class UploadNote:
+    """A file that was ignored, not refused: shown to the user next to the new incident."""
+
+    file: str
+    code: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 @dataclass
@@ -102,17 +116,22 @@ def rejection_code(message: str) -> str:
 
 def create_incident(*, team, user=None, logs: list, command: str = "", config=None, data=None,
                     pasted_log: str = "", meta: dict | None = None, enqueue: bool = True) -> Incident:
-    """Validate, prepare and store an upload; return the queued Incident or raise UploadRejected."""
+    """Validate, prepare and store an upload; return the queued Incident or raise UploadRejected.
+
+    The returned incident carries `upload_notes` (a list of dicts, see the module docstring).
+    """
     fields = clean_meta(meta or {})
     logs = [upload for upload in (logs or []) if upload is not None]
     pasted_log = (pasted_log or "").replace("\r\n", "\n")
-    workdir = Path(tempfile.mkdtemp(prefix="triage-upload-"))
-    try:
-        incoming = validate(logs=logs, config=config, data=data, pasted_log=pasted_log, workdir=workdir)
-        prepared = prepare(incoming, pasted_log, workdir)
-        return store(team=team, user=user, command=command, fields=fields, prepared=prepared, enqueue=enqueue)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    notes: list[UploadNote] = []
+    with stage() as workdir:
+        incoming = validate(logs=logs, config=config, data=data, pasted_log=pasted_log, workdir=workdir,
+                            notes=notes)
+        prepared = prepare(incoming, pasted_log, workdir, notes=notes)
+        incident = store(team=team, user=user, command=command, fields=fields, prepared=prepared,
+                         enqueue=enqueue)
+    incident.upload_notes = [note.as_dict() for note in notes]
+    return incident
 
 
 def clean_meta(meta: dict) -> dict:
@@ -123,6 +142,8 @@ def clean_meta(meta: dict) -> dict:
         if value is None or value == "":
             continue
         value = str(value).strip()
+        if key in MASKED_FIELDS:
+            value = mask_secrets(value)
         limit = Incident._meta.get_field(key).max_length
         if limit and len(value) > limit:
             raise UploadRejected(f"{key} is longer than {limit} characters", code="bad_field", field=key)
@@ -152,8 +173,12 @@ def _display_name(upload, fallback: str) -> str:
     return name[-255:] or fallback
 
 
-def validate(*, logs, config, data, pasted_log: str, workdir: Path) -> list[tuple]:
-    """Check everything before anything is stored; return (field, kind, name, local path, container)."""
+def validate(*, logs, config, data, pasted_log: str, workdir: Path, notes: list | None = None) -> list[tuple]:
+    """Check everything before anything is stored; return (field, kind, name, local path, container).
+
+    An empty file is ignored with a note when the upload holds something else to diagnose.
+    """
+    notes = [] if notes is None else notes
     if not logs and not pasted_log.strip():
         raise UploadRejected("Add at least one log file or paste a log.", code="no_files", field="logs")
     files = [("logs", Artifact.Kind.LOG, upload) for upload in logs]
@@ -166,16 +191,22 @@ def validate(*, logs, config, data, pasted_log: str, workdir: Path) -> list[tupl
     if total > settings.TRIAGE_UPLOAD_MAX_BYTES:
         raise UploadRejected(f"The upload is {total} bytes; the limit is {settings.TRIAGE_UPLOAD_MAX_BYTES} bytes.",
                              code="too_large", field="logs")
+    non_empty_logs = sum(1 for field, _, upload in files if field == "logs" and upload.size)
     limits = upload_limits()
     incoming = []
     for field, kind, upload in files:
         name = _display_name(upload, field)
         if not upload.size:
+            if non_empty_logs or pasted_log.strip():
+                notes.append(UploadNote(file=name, code="empty_file", message=f"{name} is empty; it was ignored."))
+                continue
             raise UploadRejected(f"{name} is empty.", code="empty_file", field=field)
         path = _local_path(upload, workdir)
         container = container_kind(path, name)
         if container == "binary":
-            raise UploadRejected(f"{name} is a binary file, not a log, archive or text file.",
+            with open(path, "rb") as handle:
+                reason = binary_reason(sample_of(handle, path.stat().st_size), name)
+            raise UploadRejected(reason or f"{name} is a binary file, not a log, archive or text file.",
                                  code="binary_file", field=field)
         if container != "plain" and kind != Artifact.Kind.LOG:
             raise UploadRejected(f"{name}: the {field} file must be plain text, not an archive.",
@@ -194,7 +225,7 @@ def validate(*, logs, config, data, pasted_log: str, workdir: Path) -> list[tupl
     return incoming
 
 
-def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepared]:
+def prepare(incoming: list[tuple], pasted_log: str, workdir: Path, notes: list | None = None) -> list[Prepared]:
     """Write every artifact into the work folder as it will be stored (masked plain text)."""
     out = workdir / "prepared"
     out.mkdir()
@@ -207,25 +238,21 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepa
     if pasted_log.strip():
         dest = target()
         with open(dest, "wb") as handle:
-            size, digest = write_masked(io.BytesIO(pasted_log.encode("utf-8")), handle, mask_block)
+            size, digest = write_masked(io.BytesIO(pasted_log.encode("utf-8")), handle)
         prepared.append(Prepared(dest, PASTED_LOG_NAME, Artifact.Kind.LOG, size, digest))
     for field, kind, name, path, container in incoming:
-        if kind == Artifact.Kind.DATA_SAMPLE:
-            dest = target()
-            size, digest = _copy(path, dest)
-            prepared.append(Prepared(dest, name, kind, size, digest))
-        elif container == "plain":
+        if container == "plain":  # logs, configs and data samples alike: text, masked
             dest = target()
             with open(path, "rb") as source, open(dest, "wb") as handle:
-                size, digest = write_masked(source, handle, mask_block)
+                size, digest = write_masked(source, handle)
             prepared.append(Prepared(dest, name, kind, size, digest))
         else:
             count, spent = len(prepared), sum(item.size for item in prepared)
             try:
-                for member_name, stream in open_members(path, name, container, limits, field, spent):
+                for member_name, stream in open_members(path, name, container, limits, field, spent, notes):
                     dest = target()
                     with open(dest, "wb") as handle:
-                        size, digest = write_masked(stream, handle, mask_block)
+                        size, digest = write_masked(stream, handle)
                     prepared.append(Prepared(dest, member_name, kind, size, digest))
             except _ARCHIVE_ERRORS as exc:  # raised while decompressing a member
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -233,40 +260,6 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path) -> list[Prepa
             if len(prepared) == count:
                 raise UploadRejected(f"{name} contains no text logs.", code="bad_archive", field=field)
     return prepared
-
-
-def write_masked(source, handle, mask) -> tuple[int, str]:
-    """Copy a binary stream as UTF-8 text, masking secrets; return (size, sha256).
-
-    Reads blocks of whole lines (a line longer than a block is cut at the block edge), so memory
-    stays bounded and `mask` (triage.text.mask_block) scans each block once.
-    """
-    hasher, size, carry = hashlib.sha256(), 0, b""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    while True:
-        chunk = source.read(MASK_BLOCK)
-        block = carry + chunk
-        if not block:
-            break
-        cut = block.rfind(b"\n") + 1 if chunk else len(block)
-        if cut == 0:  # no newline in a whole block: one very long line
-            cut = len(block)
-        carry = block[cut:]
-        data = mask(decoder.decode(block[:cut], final=not chunk)).encode("utf-8")
-        hasher.update(data)
-        handle.write(data)
-        size += len(data)
-    return size, hasher.hexdigest()
-
-
-def _copy(path: Path, dest: Path) -> tuple[int, str]:
-    hasher, size = hashlib.sha256(), 0
-    with open(path, "rb") as source, open(dest, "wb") as handle:
-        while chunk := source.read(READ_SIZE):
-            hasher.update(chunk)
-            handle.write(chunk)
-            size += len(chunk)
-    return size, hasher.hexdigest()
 
 
 class _LocalFile(File):
@@ -304,139 +297,8 @@ def store(*, team, user, command: str, fields: dict, prepared: list[Prepared], e
 
 
 def _enqueue(incident_pk: int) -> None:
-    from jobs.tasks import diagnose_incident
+    """Wake a worker. The incident row is the source of truth: when the broker is down the
+    incident stays queued and the periodic sweep (jobs.tasks.sweep_incidents) enqueues it later."""
+    from jobs.tasks import enqueue_diagnosis
 
-    diagnose_incident.delay(incident_pk)
-
-
-# --- archives: sniffing and safe, capped extraction ------------------------------------------
-
-def _is_tar_header(block: bytes) -> bool:
-    return len(block) >= 262 and block[257:262] == b"ustar"
-
-
-def container_kind(path: Path, name: str) -> str:
-    """plain | gz | zip | tar | binary, by magic bytes first (uploads may be misnamed)."""
-    with open(path, "rb") as handle:
-        head = handle.read(SNIFF_BYTES)
-    tar_named = name.lower().endswith(_TAR_SUFFIXES)
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        return "zip"
-    if head.startswith(b"\x1f\x8b"):
-        if tar_named:
-            return "tar"
-        try:
-            with gzip.open(path, "rb") as inner:
-                return "tar" if _is_tar_header(inner.read(512)) else "gz"
-        except _ARCHIVE_ERRORS:
-            return "gz"  # corrupt: inspect_upload says why
-    if head.startswith((b"BZh", b"\xfd7zXZ\x00")):
-        return "tar" if tar_named else "binary"
-    if _is_tar_header(head[:512]):
-        return "tar"
-    return "binary" if b"\x00" in head else "plain"
-
-
-class _Budget:
-    """Counts expanded bytes and members while extracting: defence in depth behind inspect_upload."""
-
-    def __init__(self, limits, compressed: int, name: str, field: str, spent: int = 0):
-        self.limits, self.compressed, self.name, self.field = limits, max(compressed, 1), name, field
-        self.expanded = self.members = 0
-        self.spent = spent
-        self.ratio_floor = getattr(limits, "ratio_floor_bytes", 10 * 1024**2)
-
-    def spend(self, count: int) -> None:
-        self.expanded += count
-        over_ratio = self.expanded > self.ratio_floor and self.expanded / self.compressed > self.limits.max_ratio
-        if self.spent + self.expanded > self.limits.max_total_bytes or over_ratio:
-            raise UploadRejected(f"{self.name} expands too much (possible archive bomb).",
-                                 code="archive_bomb", field=self.field)
-
-    def member(self, raw_name: str) -> str:
-        """Count a member and return its safe relative name ('' for entries to skip)."""
-        self.members += 1
-        if self.members > self.limits.max_members:
-            raise UploadRejected(f"{self.name} has more than {self.limits.max_members} members.",
-                                 code="too_many_members", field=self.field)
-        clean = raw_name.replace("\\", "/")
-        parts = clean.split("/")
-        if clean.startswith("/") or _DRIVE.match(clean) or ".." in parts:
-            raise UploadRejected(f"{self.name}: unsafe member path {raw_name!r}.",
-                                 code="path_traversal", field=self.field)
-        parts = [part for part in parts if part not in ("", ".")]
-        if not parts or "__MACOSX" in parts or parts[-1] == ".DS_Store" or parts[-1].startswith("._"):
-            return ""
-        return "/".join(parts)[-255:]
-
-    def link(self, raw_name: str):
-        return UploadRejected(f"{self.name}: member {raw_name!r} is a link or device.",
-                              code="path_traversal", field=self.field)
-
-
-class _Capped(io.RawIOBase):
-    def __init__(self, raw, budget: _Budget):
-        self.raw, self.budget = raw, budget
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        data = self.raw.read(min(len(buffer), READ_SIZE))
-        self.budget.spend(len(data))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-def _text_stream(raw, name: str, budget: _Budget):
-    """The member as a buffered text-ish stream, .gz members decompressed; None when binary."""
-    stream = io.BufferedReader(_Capped(raw, budget), READ_SIZE)
-    if stream.peek(2)[:2] == b"\x1f\x8b":
-        stream = io.BufferedReader(_Capped(gzip.GzipFile(fileobj=stream), budget), READ_SIZE)
-        name = name[:-3] if name.lower().endswith(".gz") else name
-    if b"\x00" in stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]:
-        return name, None
-    return name, stream
-
-
-def open_members(path: Path, name: str, container: str, limits, field: str, spent: int = 0):
-    """Yield (relative name, stream) for every text member; consume each before the next.
-
-    `spent` counts the bytes the upload's earlier files already expanded to: the expanded total of
-    the whole upload stays under limits.max_total_bytes, not just each archive's.
-    """
-    budget = _Budget(limits, path.stat().st_size, name, field, spent)
-    try:
-        if container == "gz":
-            inner = name[:-3] if name.lower().endswith(".gz") else name + ".log"
-            with gzip.open(path, "rb") as raw:
-                inner, stream = _text_stream(raw, inner, budget)
-                if stream is None:
-                    raise UploadRejected(f"{name} holds a binary file, not a log.", code="binary_file", field=field)
-                yield inner, stream
-        elif container == "zip":
-            with zipfile.ZipFile(path) as archive:
-                for info in archive.infolist():
-                    member = budget.member(info.filename)
-                    mode = (info.external_attr >> 16) & 0o170000
-                    if mode and mode not in (0o100000, 0o040000):
-                        raise budget.link(info.filename)
-                    if member and not info.is_dir():
-                        with archive.open(info) as raw:
-                            member, stream = _text_stream(raw, member, budget)
-                            if stream is not None:
-                                yield member, stream
-        else:
-            with open(path, "rb") as handle, tarfile.open(fileobj=handle, mode="r|*") as archive:
-                for info in archive:
-                    member = budget.member(info.name)
-                    if info.issym() or info.islnk() or info.isdev():
-                        raise budget.link(info.name)
-                    if member and info.isfile():
-                        raw = archive.extractfile(info)
-                        member, stream = _text_stream(raw, member, budget)
-                        if stream is not None:
-                            yield member, stream
-    except _ARCHIVE_ERRORS as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UploadRejected(f"cannot read {name}: {reason}", code="bad_archive", field=field) from None
+    enqueue_diagnosis(incident_pk)

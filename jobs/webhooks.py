@@ -1,100 +1,45 @@
 """Webhooks: push a finished incident to its callback_url and the team's endpoints.
 
-Every POST is signed: X-Triage-Signature = "sha256=" + HMAC-SHA256(secret, timestamp + "." + body),
-with the timestamp (unix seconds) in X-Triage-Timestamp. Receivers recompute it and
-reject stale timestamps. Callback URLs are signed with the team's callback secret
-(team_callback_secret); endpoints with their own secret.
-
-Destinations that resolve to loopback, private, link-local, multicast, reserved or
-unspecified addresses are refused (SSRF) unless settings.TRIAGE_WEBHOOK_ALLOW_PRIVATE.
+This module is the task side: which deliveries a finished incident gets, the payload, and the
+delivery task with its retries. The address guard and the signed POST live in
+jobs.webhook_transport (re-exported here). Receivers recompute the signature and reject stale
+timestamps. Callback URLs are signed with the team's callback secret (team_callback_secret);
+endpoints with their own secret.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
-import http.client
-import ipaddress
 import json
 import logging
 import random
-import socket
 import time
 import urllib.error
-import urllib.request
+from datetime import timedelta
 from functools import partial
-from urllib.parse import urlsplit
 
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.dispatch import receiver
 from django.utils import timezone
 
 from jobs.signals import incident_finished
+from jobs.webhook_transport import (  # noqa: F401 - re-exported: the guard and the transport
+    TIMEOUT_SECONDS,
+    UnsafeURL,
+    check_url,
+    embedded_ipv4,
+    post,
+    sign,
+    verify,
+)
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_SECONDS = 10
 MAX_RETRIES = 6
 USER_AGENT = "Triage-Webhook/1.0"
-
-
-class UnsafeURL(ValueError):
-    """The URL is not an http(s) URL or points to an address we refuse to call."""
-
-
-def _refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return (
-        address.is_loopback or address.is_link_local or address.is_private or address.is_multicast
-        or address.is_reserved or address.is_unspecified or not address.is_global
-    )
-
-
-def check_url(url: str, *, allow_private: bool | None = None) -> list[str]:
-    """Raise UnsafeURL unless every address the host resolves to is a public unicast one.
-
-    Returns the vetted addresses (empty when private destinations are allowed), so that
-    the delivery connects to an address that was checked, not to a fresh DNS answer.
-    """
-    if allow_private is None:
-        allow_private = settings.TRIAGE_WEBHOOK_ALLOW_PRIVATE
-    try:
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        raise UnsafeURL("Enter a valid http or https URL.") from None
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise UnsafeURL("Enter a valid http or https URL.")
-    if parts.username or parts.password:
-        raise UnsafeURL("Credentials in the URL are not allowed.")
-    if allow_private:
-        return []
-    try:
-        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise UnsafeURL(f"The host {parts.hostname!r} cannot be resolved.") from None
-    addresses = []
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if _refused(address):
-            raise UnsafeURL(f"The host {parts.hostname!r} resolves to a non-public address ({address}).")
-        addresses.append(str(address))
-    return addresses
-
-
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return "sha256=" + digest
-
-
-def verify(secret: str, timestamp: str, body: bytes, signature: str, *, tolerance: int = 300) -> bool:
-    """What a receiver does (documented in docs/api.md); used by the tests."""
-    if abs(time.time() - int(timestamp)) > tolerance:
-        return False
-    return hmac.compare_digest(sign(secret, timestamp, body), signature)
 
 
 def team_callback_secret(team) -> str:
@@ -143,59 +88,6 @@ def _enqueue(delivery_pk: int) -> None:
         log.exception("could not enqueue webhook delivery %s", delivery_pk)
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None  # urllib then raises HTTPError with the 3xx code
-
-
-def _pinned(connection_class, address: str):
-    """A connection class that dials the vetted address (TLS still checks the host name)."""
-
-    def make(host, **kwargs):
-        connection = connection_class(host, **kwargs)
-        connection._create_connection = lambda target, *args, **kw: socket.create_connection(
-            (address, target[1]), *args, **kw
-        )
-        return connection
-
-    return make
-
-
-class _PinnedHTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, address: str):
-        super().__init__()
-        self.address = address
-
-    def http_open(self, req):
-        return self.do_open(_pinned(http.client.HTTPConnection, self.address), req)
-
-
-class _PinnedHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, address: str):
-        super().__init__()
-        self.address = address
-
-    def https_open(self, req):
-        return self.do_open(_pinned(http.client.HTTPSConnection, self.address), req,
-                            context=self._context)
-
-
-def post(url: str, body: bytes, headers: dict, *, address: str | None = None) -> int:
-    """POST (to `address` when given) and return the status code; raises URLError/OSError on transport failures."""
-    # No proxies from the environment: the connection must go to the address that was checked.
-    handlers = [_NoRedirects, urllib.request.ProxyHandler({})]
-    if address:
-        handlers += [_PinnedHTTPHandler(address), _PinnedHTTPSHandler(address)]
-    opener = urllib.request.build_opener(*handlers)
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with opener.open(request, timeout=TIMEOUT_SECONDS) as response:
-            response.read(65536)
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
 class TransientDeliveryError(Exception):
     pass
 
@@ -208,7 +100,9 @@ def _backoff(retries: int) -> int:
     name="jobs.tasks.deliver_webhook", bind=True, max_retries=MAX_RETRIES,
     soft_time_limit=60, time_limit=90, acks_late=True,
 )
-def deliver_webhook(self, delivery_pk: int) -> str:
+def deliver_webhook(self, delivery_pk: int, attempt: int | None = None) -> str:
+    """POST one delivery. `attempt` is the number of attempts made before this one: the claim
+    below only lets the message that expects exactly that count through (None: the first)."""
     from jobs.models import WebhookDelivery
 
     delivery = (
@@ -237,30 +131,59 @@ def deliver_webhook(self, delivery_pk: int) -> str:
         "X-Triage-Timestamp": timestamp,
         "X-Triage-Signature": sign(secret, timestamp, body),
     }
-    rows.update(attempts=F("attempts") + 1, last_attempt_at=now)
+    # The claim: a duplicate message (a re-sent wake-up, a redelivered retry) finds the count moved on.
+    attempt = attempt or 0
+    if not rows.filter(status=WebhookDelivery.Status.PENDING, attempts=attempt).update(
+            attempts=F("attempts") + 1, last_attempt_at=now):
+        return "skipped"
     try:
         status_code = post(delivery.url, body, headers, address=addresses[0] if addresses else None)
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         reason = getattr(error, "reason", error)
-        return _retry_or_fail(self, rows, None, f"{type(error).__name__}: {reason}")
+        return _retry_or_fail(self, rows, None, f"{type(error).__name__}: {reason}", attempt + 1)
 
     if 200 <= status_code < 300:
         rows.update(status=WebhookDelivery.Status.DELIVERED, status_code=status_code, error="",
                     delivered_at=timezone.now())
         return "delivered"
     if status_code >= 500:
-        return _retry_or_fail(self, rows, status_code, f"HTTP {status_code}")
+        return _retry_or_fail(self, rows, status_code, f"HTTP {status_code}", attempt + 1)
     # 4xx is the receiver's final answer and a 3xx is a redirect we will not follow.
     rows.update(status=WebhookDelivery.Status.FAILED, status_code=status_code, error=f"HTTP {status_code}")
     return "failed"
 
 
-def _retry_or_fail(task, rows, status_code, error: str) -> str:
+def _retry_or_fail(task, rows, status_code, error: str, attempts: int) -> str:
     from jobs.models import WebhookDelivery
 
-    if task.request.retries >= task.max_retries:
+    if attempts > task.max_retries or task.request.retries >= task.max_retries:
         rows.update(status=WebhookDelivery.Status.FAILED, status_code=status_code,
-                    error=f"{error} (gave up after {task.request.retries + 1} attempts)")
+                    error=f"{error} (gave up after {attempts} attempts)")
         return "failed"
     rows.update(status_code=status_code, error=error)
-    raise task.retry(countdown=_backoff(task.request.retries), exc=TransientDeliveryError(error))
+    raise task.retry(args=[rows.get().pk, attempts], countdown=_backoff(attempts - 1),
+                     exc=TransientDeliveryError(error))
+
+
+LOST_AFTER_S = 600  # a pending delivery not tried for this long (beyond its backoff) lost its message
+
+
+def sweep_deliveries() -> int:
+    """Re-enqueue pending deliveries whose message was lost (the broker was down when the incident
+    finished, or forgot a scheduled retry). Called by jobs.tasks.sweep_incidents; the claim in
+    deliver_webhook keeps a duplicate from posting twice."""
+    from jobs.models import WebhookDelivery
+
+    now = timezone.now()
+    never_tried = Q(attempts=0, created_at__lt=now - timedelta(seconds=LOST_AFTER_S))
+    retry_lost = Q(attempts__gt=0, last_attempt_at__lt=now - timedelta(seconds=3600 + 10 + LOST_AFTER_S))
+    sent = 0
+    lost = WebhookDelivery.objects.filter(never_tried | retry_lost, status=WebhookDelivery.Status.PENDING)
+    for delivery_pk, attempts in lost.values_list("pk", "attempts")[:200]:
+        try:
+            deliver_webhook.delay(delivery_pk, attempts)
+        except Exception:  # noqa: BLE001 - the broker is still down; the next sweep tries again
+            log.warning("could not re-enqueue webhook delivery %s", delivery_pk)
+            break
+        sent += 1
+    return sent

@@ -15,7 +15,7 @@ from triage.rules import CASCADE, HINT
 from triage.scan import LineScanner, compile_literals
 from triage.sources import Source
 from triage.text import clean_line
-from triage.tracebacks import HEADER, Traceback, TracebackAssembler, parse_exception_line
+from triage.tracebacks import HEADER, Traceback, TracebackAssembler, parse_exception_line, repeated_opener
 
 MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
@@ -104,7 +104,13 @@ class Collector:
         self._in_error_file = source.is_error_file
         scanner = self._scanner(source, stream)
         assemblers: dict[int | None, TracebackAssembler] = {}
+        previous, follow = None, 0
         for lineno, raw in scanner:
+            if repeated_opener(raw, previous):
+                if follow > scanner.follow:  # still read the lines after it, as the first one asked
+                    scanner.follow = follow
+                continue
+            previous = raw
             follow = self._line(source.name, lineno, raw, rank_hint, assemblers)
             if follow > scanner.follow:
                 scanner.follow = follow

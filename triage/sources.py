@@ -12,6 +12,7 @@ import io
 import lzma
 import os
 import re
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -181,7 +182,60 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
         ) from None
 
 
+_EOCD = struct.Struct("<4s4H2LH")  # end of central directory record
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
+
+
+def zip_member_count(path: str | Path, name: str, max_members: int) -> int:
+    """Read the member count from the zip's end record, before anything parses the directory.
+
+    Refuses a zip with more than `max_members` members (a directory of a million empty entries
+    costs gigabytes to parse), and a zip whose directory does not end where the end record
+    says: a truncated archive, or one with data before it. (A truncated zip that holds a stored
+    inner zip otherwise reads as that inner zip.)
+    """
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        tail_start = max(0, size - (_EOCD.size + 65535))
+        handle.seek(tail_start)
+        tail = handle.read()
+        position = tail.rfind(b"PK\x05\x06")
+        while position >= 0:
+            if position + _EOCD.size <= len(tail):
+                fields = _EOCD.unpack_from(tail, position)
+                if position + _EOCD.size + fields[7] == len(tail):
+                    break
+            position = tail.rfind(b"PK\x05\x06", 0, position)
+        if position < 0:
+            raise UnusableInput(f"cannot read archive {name}: it is truncated (no end of central directory)")
+        _sig, disk, cd_disk, _on_disk, total, cd_size, cd_offset, _comment = _EOCD.unpack_from(tail, position)
+        end_record = tail_start + position
+        if disk or cd_disk:
+            raise UnusableInput(f"cannot read archive {name}: multi-part zips are not supported")
+        if total == 0xFFFF or cd_offset == 0xFFFFFFFF or cd_size == 0xFFFFFFFF:
+            locator_at = end_record - _ZIP64_LOCATOR.size
+            if locator_at < 0:
+                raise UnusableInput(f"cannot read archive {name}: it is truncated")
+            handle.seek(locator_at)
+            signature, _disk, zip64_at, _disks = _ZIP64_LOCATOR.unpack(handle.read(_ZIP64_LOCATOR.size))
+            if signature != b"PK\x06\x07" or zip64_at + _ZIP64_EOCD.size > locator_at:
+                raise UnusableInput(f"cannot read archive {name}: it is truncated")
+            handle.seek(zip64_at)
+            record = _ZIP64_EOCD.unpack(handle.read(_ZIP64_EOCD.size))
+            if record[0] != b"PK\x06\x06":
+                raise UnusableInput(f"cannot read archive {name}: it is truncated")
+            total, cd_size, cd_offset, end_record = record[7], record[8], record[9], zip64_at
+    if total > max_members:
+        raise InputRejected(f"archive {name} has more than {max_members} members")
+    if cd_offset + cd_size != end_record:
+        raise UnusableInput(f"cannot read archive {name}: it is truncated or has data before it")
+    return total
+
+
 def _zip_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
+    zip_member_count(path, name, budget.limits.max_members)
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
         if len(infos) > budget.limits.max_members:

@@ -23,9 +23,17 @@ _EXC = re.compile(
     r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|[A-Z][a-z][A-Za-z]{1,60}(?=:)))"
     r"(?::\s?(.{0,2000}))?$"
 )
+_HEADER_BYTES = HEADER.encode()
 _CHAIN_CAUSE = "The above exception was the direct cause"
 _CHAIN_DURING = "During handling of the above exception"
 MAX_BODY = 400
+
+
+def repeated_opener(raw: bytes, previous: bytes | None) -> bool:
+    """A traceback header line identical to the candidate line just before it adds nothing: the
+    second opens the same empty traceback the first did. Skipping it keeps a log of a million
+    `Traceback (most recent call last):` lines at the cost of a byte comparison per line."""
+    return raw == previous and _HEADER_BYTES in raw and len(raw) < 200
 
 
 @dataclass

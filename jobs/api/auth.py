@@ -6,14 +6,12 @@ lookup is by that hash. last_used_at is written at most once a minute per key.
 """
 from datetime import timedelta
 
-from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.functional import cached_property
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.throttling import BaseThrottle
 
 from jobs.models import ApiKey
 from jobs.models.api_keys import KEY_PREFIX, hash_key
@@ -89,10 +87,12 @@ class ApiKeyAuthentication(BaseAuthentication):
     @staticmethod
     def count_failure(request) -> None:
         """Guessing keys from one address gets 429 after a few failures a minute (valid keys still pass)."""
-        cache_key = f"triage:auth-failures:{BaseThrottle().get_ident(request)}"
-        cache.add(cache_key, 0, timeout=60)
+        from jobs.api.throttles import cache_call, client_ip
+
+        cache_key = f"triage:auth-failures:{client_ip(request)}"  # X-Forwarded-For only behind NUM_PROXIES
+        cache_call("add", cache_key, 0, timeout=60)
         try:
-            failures = cache.incr(cache_key)
+            failures = cache_call("incr", cache_key)
         except ValueError:  # expired between add and incr
             failures = 1
         if failures > FAILED_ATTEMPTS_PER_MINUTE:

@@ -4,12 +4,12 @@ Computing the series of a large job (hundreds of ranks, many points) takes a whi
 result is cached per diagnosis; a re-diagnosis saves the incident, which changes the key.
 """
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import JsonResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from jobs import logfiles, memorychart
+from jobs.cache import cache_call
 from jobs.models import Diagnosis
 from jobs.timelinechart import timeline as timeline_traces
 from jobs.views.incidents import visible_incident
@@ -28,12 +28,12 @@ def _cached_chart(incident, name, keys, compute):
         return JsonResponse(compute({}))
     stamp = incident.updated_at.timestamp() if incident.updated_at else 0
     key = f"triage:chart:{name}:{incident.pk}:{diagnosis_pk}:{stamp}"
-    result = cache.get(key)
+    result = cache_call("get", key)
     if result is None:
         # Only the keys this chart needs are read from the JSON column.
         row = Diagnosis.objects.filter(pk=diagnosis_pk).values(*(f"data__{k}" for k in keys)).first() or {}
         result = compute({k: row.get(f"data__{k}") for k in keys})
-        cache.set(key, result, CACHE_SECONDS)
+        cache_call("set", key, result, CACHE_SECONDS)
     return JsonResponse(result)
 
 

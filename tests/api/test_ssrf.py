@@ -20,6 +20,14 @@ REFUSED = [
     "http://100.64.0.1/hook",
     "http://[::ffff:127.0.0.1]/hook",
     "http://[fc00::1]/hook",
+    "http://[2002:7f00:1::]/hook",  # 6to4 of 127.0.0.1
+    "http://[2002:a9fe:a9fe::]/hook",  # 6to4 of 169.254.169.254
+    "http://[2002:0a00:0001::1]/hook",  # 6to4 of 10.0.0.1
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",  # Teredo, client 127.0.0.1
+    "http://[2001:0:a9fe:a9fe:0:0:f5ff:fffe]/hook",  # Teredo via a link-local server
+    "http://[64:ff9b::7f00:1]/hook",  # NAT64 of 127.0.0.1
+    "http://[64:ff9b::a9fe:a9fe]/hook",  # NAT64 of the metadata address
+    "http://[64:ff9b:1::5db8:d70e]/hook",  # local-use NAT64 prefix
     "ftp://93.184.215.14/hook",
     "http://user:pw@93.184.215.14/hook",
     "file:///etc/passwd",
@@ -34,6 +42,11 @@ def test_it_refuses_non_public_destinations(url):
 
 def test_it_accepts_a_public_address():
     check_url("https://93.184.215.14/hooks/triage", allow_private=False)
+
+
+@pytest.mark.parametrize("url", ["http://[2002:5db8:d70e::1]/hook", "http://[64:ff9b::5db8:d70e]/hook"])
+def test_it_accepts_transition_addresses_of_a_public_ipv4(url):
+    check_url(url, allow_private=False)
 
 
 def test_it_checks_every_address_a_name_resolves_to(monkeypatch):

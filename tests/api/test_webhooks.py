@@ -171,7 +171,7 @@ def test_it_connects_to_the_address_it_checked(alpha, make_incident, settings, m
     """A second DNS answer (rebinding) cannot redirect the delivery: the checked address is dialled."""
     import socket
 
-    import jobs.webhooks
+    import jobs.webhook_transport
 
     settings.TRIAGE_WEBHOOK_ALLOW_PRIVATE = False
     real_getaddrinfo = socket.getaddrinfo
@@ -184,7 +184,7 @@ def test_it_connects_to_the_address_it_checked(alpha, make_incident, settings, m
         return real_getaddrinfo(host, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
-    monkeypatch.setattr(jobs.webhooks, "_refused", lambda address: False)  # pretend 127.0.0.1 is public
+    monkeypatch.setattr(jobs.webhook_transport, "_refused", lambda address: False)  # pretend 127.0.0.1 is public
     with Receiver() as receiver:
         port = receiver.server.server_address[1]
         incident = make_incident(alpha, callback_url=f"http://hooks.triage.test:{port}/hook")

@@ -33,3 +33,13 @@ def test_it_starts_web_workers_and_services_in_order():
     assert "-Q diagnose" in " ".join(services["worker"]["command"])
     assert "-Q repro" in " ".join(services["repro-worker"]["command"])
     assert "gunicorn" in " ".join(services["web"]["command"])
+
+
+def test_it_puts_nginx_in_front_and_runs_beat_on_its_own():
+    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    assert services["nginx"]["build"]["dockerfile"] == "deploy/nginx.Dockerfile"
+    assert services["nginx"]["ports"] and "ports" not in services["web"]  # only nginx faces clients
+    assert "deploy/gunicorn.conf.py" in " ".join(services["web"]["command"])
+    assert services["web"]["environment"]["TRIAGE_NUM_PROXIES"] == "1"
+    assert services["beat"]["command"][:4] == ["celery", "-A", "config", "beat"]
+

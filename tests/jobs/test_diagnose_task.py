@@ -8,17 +8,25 @@ from jobs.models import Diagnosis, Incident
 from jobs.signals import incident_finished
 from jobs.tasks import MAX_RETRIES, diagnose_incident
 from jobs.uploads import create_incident
-from tests.conftest import SEED_CASE
 from tests.jobs.upload_builders import upload
 
 pytestmark = pytest.mark.django_db
-SEED_LOG = SEED_CASE / "log.txt"
+# A rank running out of GPU memory under torchrun (written for these tests).
+SEED_LOG = (
+    b"[rank1]: Traceback (most recent call last):\n"
+    b'[rank1]:   File "/srv/ft/train.py", line 88, in <module>\n'
+    b"[rank1]:     loss.backward()\n"
+    b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 1 has a total "
+    b"capacity of 79.10 GiB of which 310.00 MiB is free.\n"
+    b"E1101 09:12:44 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 1\n"
+)
+SEED_COMMAND = "torchrun --nproc_per_node 2 train.py --per_device_train_batch_size 16"
 
 
 @pytest.fixture
 def seed_incident(alice):
-    return create_incident(team=alice.teams.get(), user=alice, logs=[upload("log.txt", SEED_LOG.read_bytes())],
-                           command=(SEED_CASE / "command.txt").read_text())
+    return create_incident(team=alice.teams.get(), user=alice, logs=[upload("log.txt", SEED_LOG)],
+                           command=SEED_COMMAND)
 
 
 @pytest.fixture

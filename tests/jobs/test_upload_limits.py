@@ -39,9 +39,16 @@ def test_it_refuses_an_upload_without_logs(alice_client, stored_files):
     assert error["field"] == "logs"
 
 
-def test_it_refuses_an_empty_file(alice_client, stored_files):
-    response = post_json(alice_client, logs=[upload("rank0.log", RANK_LOG), upload("rank1.log", b"")])
+def test_it_refuses_an_upload_whose_only_file_is_empty(alice_client, stored_files):
+    response = post_json(alice_client, logs=[upload("rank1.log", b"")])
     assert "rank1.log" in assert_rejected(response, "empty_file", stored_files)["message"]
+
+
+def test_it_ignores_an_empty_file_next_to_others_with_a_note(alice):
+    incident = create_incident(team=alice.teams.get(), logs=[upload("rank0.log", RANK_LOG), upload("rank1.log", b"")])
+    assert [a.original_name for a in incident.artifacts.all()] == ["rank0.log"]
+    assert incident.upload_notes == [
+        {"file": "rank1.log", "code": "empty_file", "message": "rank1.log is empty; it was ignored."}]
 
 
 def test_it_refuses_a_binary_file_that_is_no_archive(alice_client, stored_files):

@@ -58,3 +58,20 @@ def test_it_always_returns_a_valid_diagnosis(pieces):
         json.dumps(data)
         assert data["category"]
         assert 0 <= data["confidence"] <= 1
+
+
+def test_a_million_repeated_traceback_openers_cost_one_opener(tmp_path):
+    """A log of repeated `Traceback (most recent call last):` lines is diagnosed as if it held one:
+    the repeats are skipped at the cost of a byte comparison (bench/robustness figures the speed)."""
+    from triage import diagnose
+
+    real = (b'[rank2]: Traceback (most recent call last):\n[rank2]:   File "/srv/train.py", line 12, in <module>\n'
+            b"[rank2]:     batch = next(loader)\n[rank2]: KeyError: 'conversations'\n")
+    flooded = tmp_path / "flood.log"
+    flooded.write_bytes(b"[rank2]: Traceback (most recent call last):\n" * 200_000 + real)
+    single = tmp_path / "single.log"
+    single.write_bytes(b"[rank2]: Traceback (most recent call last):\n" + real)
+    a, b = diagnose([flooded]).to_dict(), diagnose([single]).to_dict()
+    assert a["category"] == b["category"] == "data_schema"
+    assert a["root_cause"]["exception"] == b["root_cause"]["exception"] == "KeyError"
+    assert a["failing_rank"] == b["failing_rank"] == 2

@@ -5,7 +5,7 @@ import pytest
 @pytest.fixture(autouse=True)
 def private_folders(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-    settings.MEDIA_ROOT.mkdir()
+    settings.MEDIA_ROOT.mkdir(exist_ok=True)  # the root conftest may have made it already
     settings.VAR_DIR = tmp_path / "var"
     settings.VAR_DIR.mkdir()
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "var" / "upload-tmp")

@@ -22,7 +22,19 @@ from triage.pipeline import diagnose
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_RUNS = ROOT / "tests" / "fixtures" / "cpu_runs"
-TINY_SCRIPT_FLAGS = set(re.findall(r'add_argument\("--([\w-]+)"', (CPU_RUNS / "train_tiny.py").read_text()))
+# the CPU runs' own argparse scripts: the flags each really takes (HF-argparser scripts take TrainingArguments)
+SCRIPT_FLAGS = {
+    script.name: set(re.findall(r'add_argument\(\s*"--([\w-]+)"', script.read_text()))
+    for script in CPU_RUNS.glob("train_*.py")
+}
+
+
+def _script_flags(command: str) -> set[str] | None:
+    """The flags of the CPU-run script the command launches; None for an HF-argparser script (judged by frames)."""
+    for name, flags in SCRIPT_FLAGS.items():
+        if name in command and flags:
+            return {flag.replace("-", "_") for flag in flags}
+    return None
 CATEGORY_OF = {"increase_timeout": "nccl_timeout", "reduce_batch_size": "gpu_oom", "increase_grad_accum": "gpu_oom",
                "enable_gradient_checkpointing": "gpu_oom", "shard_more": "gpu_oom", "reduce_seq_len": "gpu_oom",
                "enable_mixed_precision": "gpu_oom", "reduce_dataloader_workers": "host_oom"}
@@ -84,7 +96,7 @@ def test_every_engine_fix_over_every_fixture_with_a_command_passes_its_check():
     for name, logs, original in [(n, lg, c) for n, lg, text in cases for c in dict.fromkeys([text, text.rstrip("\n")])]:
         result = diagnose(logs, command=original).to_dict()
         frames = [f.get("file", "") for f in (result.get("root_cause") or {}).get("frames") or []]
-        custom = TINY_SCRIPT_FLAGS if "cpu_runs" in name else None
+        custom = _script_flags(original) if "cpu_runs" in name else None
         for fix in result["fixes"]:
             commands += bool(fix.get("command"))
             _total(counts, _problems(original, fix, frames, custom_flags=custom), f"{name} {fix['kind']}")

@@ -1,4 +1,4 @@
-"""What stage 1 (triage.collect) hands to stage 2 (triage.decide): hits, tracebacks, launcher facts, per-rank tracks."""
+"""What stage 1 (triage.collect) hands to stage 2 (triage.candidates, triage.decide, triage.attribution): hits, tracebacks, launcher facts, per-rank tracks."""
 
 from __future__ import annotations
 

@@ -19,6 +19,14 @@ from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
 from triage.timeline import rank_statuses
 
+# confidence = floor + weight x slope (+ a little when the whole traceback was read), capped: a matched
+# rule of weight 0.9 reads about 0.9; the unknown verdict stays at UNKNOWN_CONFIDENCE; no log is ever certain
+CONFIDENCE_FLOOR = 0.35
+CONFIDENCE_PER_WEIGHT = 0.6
+CONFIDENCE_TRACEBACK = 0.05
+CONFIDENCE_CAP = 0.97
+UNKNOWN_CONFIDENCE = 0.1
+
 DEFAULT_FIXES = {
     "data_schema": ["convert_data_format"],
     "data_corrupt": ["fix_data_file"],
@@ -99,12 +107,13 @@ def _build(
         or _launcher_from_frames(collected)
     )
     if winner is None:
-        category, confidence, kinds, facts, rule_id = "unknown", 0.1, [], {}, None
+        category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
         category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
         kinds = _fix_kinds(winner, collected, verdict, command)
         confidence = round(
-            min(0.97, 0.35 + winner.weight * 0.6 + (0.05 if verdict.root_traceback else 0.0)), 2
+            min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
+                + (CONFIDENCE_TRACEBACK if verdict.root_traceback else 0.0)), 2
         )
     evidence = _evidence(verdict)
     root_cause = None

@@ -1,0 +1,143 @@
+"""Stage 2b: which rank failed first, once the root cause is chosen (culprits versus victims)."""
+
+from __future__ import annotations
+
+from triage.candidates import Candidate
+from triage.collected import Collected
+
+
+def first_failing_rank(
+    collected: Collected, winner: Candidate, pool: list[Candidate], world_size: int | None
+) -> tuple[int | None, str]:
+    launcher = collected.launcher
+    if winner.category == "nccl_timeout":
+        return _timeout_culprit(collected, winner, pool, world_size)
+    if winner.rank is not None:
+        first = _launcher_first_exit(collected, winner)
+        if first is not None:
+            return first, (
+                f"the rank the launcher saw exit first on its own; rank {winner.rank}'s log shows the same error"
+            )
+        return winner.rank, "the rank that raised the root error"
+    # a rank-less root line: attribute it through the launcher's exit records
+    failed = [
+        item
+        for item in launcher.exits
+        if item.exit_code not in (None, 0, -15)
+        and item.signal != "SIGTERM"
+        and (item.pid is None or item.pid not in launcher.sigterm_pids)
+    ]
+    ranks = []
+    for item in failed:
+        rank = item.rank if item.rank is not None else item.local_rank
+        if rank is not None and rank not in ranks:
+            ranks.append(rank)
+    if len(ranks) == 1:
+        return ranks[0], "the only rank the launcher saw fail on its own"
+    if launcher.root_cause_rank is not None and (not ranks or launcher.root_cause_rank in ranks):
+        return launcher.root_cause_rank, "the launcher's first observed failure"
+    if ranks:
+        return ranks[0], "the first rank the launcher reported failing"
+    if winner.facts.get("device_index") is not None and not launcher.exits and not collected.tracks:
+        # "GPU 5" is the device as that process sees it: a rank only in a lone single-process excerpt,
+        # never where the log names its ranks (then GPU numbering and ranks differ across nodes)
+        return winner.facts["device_index"], "the GPU index the error names (one process per GPU)"
+    own = [item.rank for item in pool if item.rank is not None and item.category == winner.category]
+    return (
+        (own[0], "the rank that printed the root error") if own else (None, "the logs do not say which rank")
+    )
+
+
+def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:
+    """Every rank raised the same start-up error, but only one rank's traceback was kept: the launcher's
+    own record of the one rank that exited by itself (the others got SIGTERM) names the first failure.
+    Only when that rank left no output here (else its own lines would have decided) and the launcher
+    wrote into the same log as the winner (same node, so local and global ranks agree)."""
+    launcher = collected.launcher
+    own = []
+    if "host" in collected.prefix_styles or any(item.host for item in launcher.exits):
+        return None  # several nodes: a launcher's local rank does not name a global one
+    for item in launcher.exits:
+        rank = item.rank if item.rank is not None else item.local_rank
+        if (
+            rank is None
+            or item.exit_code in (None, 0, -15)
+            or item.signal == "SIGTERM"
+            or (item.pid is not None and item.pid in launcher.sigterm_pids)
+            or item.root_cause_block
+        ):
+            continue
+        if item.source != winner.source:
+            return None
+        if rank not in own:
+            own.append(rank)
+    if len(own) != 1 or own[0] == winner.rank or own[0] in collected.tracks:
+        return None
+    if winner.rank >= 1 + len(launcher.sigterm_pids):
+        return None  # the winner's rank is beyond this launcher's processes: another node's numbering
+    return own[0]
+
+
+def _timeout_culprit(
+    collected: Collected, winner: Candidate, pool: list[Candidate], world_size: int | None
+) -> tuple[int | None, str]:
+    reporters = []
+    for item in pool:
+        if item.category == "nccl_timeout" and item.rank is not None and item.rank not in reporters:
+            reporters.append(item.rank)
+    known = set(collected.tracks)
+    for item in collected.launcher.exits:
+        rank = item.rank if item.rank is not None else item.local_rank
+        if rank is not None:
+            known.add(rank)
+    if world_size and world_size <= 4096:
+        known |= set(range(world_size))
+    if len(reporters) >= 2 and max(reporters) < 4096:
+        known |= set(range(max(reporters) + 1))  # a gap among the reporters is a rank that stayed silent
+    silent = sorted(rank for rank in known if rank not in reporters)
+    if reporters and len(silent) == 1:
+        return silent[0], "the only rank that did not report the timeout: it stalled while the others waited"
+    if reporters and len(silent) > 1:
+        stalled = _oldest_progress(collected, silent)
+        if stalled is not None:
+            return stalled, "of the ranks that did not report the timeout, its last progress is the oldest"
+        return None, "several ranks did not report the timeout; any of them may have stalled"
+    if len(reporters) == 1:
+        return reporters[0], "the only rank whose watchdog reported the timeout"
+    if reporters:
+        stalled = _oldest_progress(collected, reporters)
+        if stalled is not None:
+            return stalled, "every rank reported the timeout; its last progress is the oldest"
+        return None, "every rank reported the timeout; the logs do not show which one stalled"
+    return winner.rank, "the rank that reported the timeout"
+
+
+def _oldest_progress(collected: Collected, ranks: list[int]) -> int | None:
+    steps = {}
+    for rank in ranks:
+        track = collected.tracks.get(rank)
+        if track and track.last_progress and track.last_progress[3] is not None:
+            steps[rank] = track.last_progress[3]
+    if len(steps) < len(ranks) or len(set(steps.values())) < 2:
+        return None
+    lowest = min(steps.values())
+    behind = [rank for rank, step in steps.items() if step == lowest]
+    return behind[0] if len(behind) == 1 else None
+
+
+def rank_without_verdict(collected: Collected) -> int | None:
+    """No signature matched: a rank that died on its own (not SIGTERM, no cascade message) is still the first."""
+    launcher = collected.launcher
+    cascades = {hit.rank for hit in collected.cascades}
+    own = []
+    for item in launcher.exits:
+        rank = item.rank if item.rank is not None else item.local_rank
+        if rank is None or item.exit_code in (None, 0, -15) or item.signal == "SIGTERM" or rank in cascades:
+            continue
+        if item.pid is not None and item.pid in launcher.sigterm_pids:
+            continue
+        if rank not in own:
+            own.append(rank)
+    if len(own) == 1:
+        return own[0]
+    return launcher.root_cause_rank

@@ -1,0 +1,308 @@
+"""Stage 2a: every line or exception that could be the root cause becomes a weighted candidate.
+
+Weights start from the rule's specificity (triage.rules) and are adjusted by what surrounds the line:
+the adjustments are named here, each with the reason it exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triage.collected import Collected, Hit
+from triage.ranks import mentioned_rank
+from triage.rules import CONFIRMATION, HINT, exceptions
+from triage.tracebacks import Traceback
+
+TRACEBACK_BONUS = 0.05  # the rule matched the exception line of a whole traceback: class, message and frames agree
+HINT_UNDER_EXCEPTION = 0.5  # a frame hint never outranks what the exception line itself says
+HANDLED_FACTOR = 0.3  # an exception the process printed and survived (caught and logged) is no root
+CONFIRMED_BONUS = 0.15  # another line of the same category confirms it (the kernel OOM killer for host_oom)
+
+SIGKILL_WEIGHT = 0.55
+
+
+_WRAPPERS = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit"}
+
+
+@dataclass
+class Candidate:
+    category: str
+    weight: float
+    fixes: list[str]
+    rule_id: str
+    summary: str
+    rank: int | None
+    source: str | None
+    line: int | None
+    text: str
+    seq: int
+    t: float | None
+    facts: dict = field(default_factory=dict)
+    traceback: Traceback | None = None
+    hit: Hit | None = None
+    confirmations: list[Hit] = field(default_factory=list)
+
+
+def _traceback_index(collected: Collected) -> dict[tuple[str, int], Traceback]:
+    return {(tb.source, tb.exc_line): tb for tb in collected.tracebacks if tb.exc_line is not None}
+
+
+def _frame_index(collected: Collected) -> dict[tuple[str, int], Traceback]:
+    index = {}
+    for tb in collected.tracebacks:
+        for frame in tb.frames:
+            index[(tb.source, frame.get("log_line"))] = tb
+    return index
+
+
+def candidates(collected: Collected) -> list[Candidate]:
+    by_exc_line = _traceback_index(collected)
+    by_frame = _frame_index(collected)
+    out: list[Candidate] = []
+    claimed: set[int] = set()
+    confirmations = [hit for hit in collected.hits if hit.rule.role == CONFIRMATION]
+    for hit in collected.hits:
+        tb = by_exc_line.get((hit.source, hit.line))
+        weight = hit.weight
+        if tb is not None:
+            claimed.add(id(tb))
+            weight += TRACEBACK_BONUS
+        elif hit.rule.role == HINT:
+            tb = by_frame.get((hit.source, hit.line))
+            if tb is not None and tb.exception is not None:
+                weight *= HINT_UNDER_EXCEPTION
+        out.append(
+            Candidate(
+                hit.rule.category,
+                weight,
+                list(hit.rule.fixes),
+                hit.rule.id,
+                hit.rule.summary,
+                hit.rank,
+                hit.source,
+                hit.line,
+                hit.text,
+                hit.seq,
+                hit.t,
+                dict(hit.facts),
+                tb,
+                hit,
+            )
+        )
+    for tb in collected.tracebacks:
+        if id(tb) in claimed or tb.exception is None:
+            continue
+        # the exception line may have matched a rule through a continuation line; look at the message too
+        guess = exceptions.explain(tb.exception, tb.message, tb.frames, tb.full_name)
+        if guess is None:
+            continue
+        category, fixes, weight, basis = guess
+        out.append(
+            Candidate(
+                category,
+                weight,
+                fixes,
+                f"exception.{tb.exception}",
+                "",
+                tb.rank if tb.rank is not None else mentioned_rank(tb.exc_text),
+                tb.source,
+                tb.exc_line,
+                tb.exc_text,
+                tb.seq,
+                tb.t,
+                {"classified_by": basis},
+                tb,
+            )
+        )
+    out.extend(_bare_candidates(collected, {(hit.source, hit.line) for hit in collected.hits}))
+    out.extend(_signal_candidates(collected))
+    handled = _handled_tracebacks(collected)
+    for candidate in out:
+        if candidate.traceback is not None and id(candidate.traceback) in handled:
+            # the process printed this exception and went on to fail differently later: it was caught
+            candidate.weight *= HANDLED_FACTOR
+    _demote_wrappers(out)
+    for candidate in out:
+        same = [
+            hit
+            for hit in confirmations
+            if hit.rule.category == candidate.category and hit is not candidate.hit
+        ]
+        if same:
+            candidate.confirmations = same[:5]
+            candidate.weight += CONFIRMED_BONUS
+    return out
+
+
+BARE_FACTOR = 0.8  # an exception line printed without its traceback says less than a whole traceback
+
+
+def bare_traceback(item: dict) -> Traceback:
+    """An exception line printed without a traceback, as a traceback with no frames."""
+    return Traceback(
+        item["source"],
+        item["rank"],
+        item["line"],
+        exception=item["exception"],
+        full_name=item.get("full_name") or item["exception"],
+        message=item["message"],
+        exc_line=item["line"],
+        exc_text=item["text"],
+        seq=item["seq"],
+        t=item["t"],
+    )
+
+
+def _bare_candidates(collected: Collected, hit_lines: set) -> list[Candidate]:
+    """Exception lines with no traceback around them (`[rank3]: RuntimeError: ...` alone) that no rule
+    matched: the fallback classifier names a category from the class and the message."""
+    out = []
+    cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
+    for item in collected.bare_exceptions:
+        key = (item["source"], item["line"])
+        if key in hit_lines or key in cascade_lines or item["exception"] in _WRAPPERS:
+            continue
+        guess = exceptions.explain(item["exception"], item["message"], [], item.get("full_name"))
+        if guess is None:
+            continue
+        category, fixes, weight, basis = guess
+        tb = bare_traceback(item)
+        out.append(
+            Candidate(
+                category, weight * BARE_FACTOR, fixes, f"exception.{item['exception']}", "",
+                item["rank"] if item["rank"] is not None else mentioned_rank(item["text"]),
+                item["source"], item["line"], item["text"], item["seq"], item["t"], {"classified_by": basis}, tb,
+            )
+        )
+    return out
+
+
+WRAPPER_FACTOR = 0.5  # an exception raised "from" a recognised cause reports it again, in more general words
+
+
+STRONG_CAUSE = 0.7
+
+
+def _demote_wrappers(out: list[Candidate]) -> None:
+    """`raise DatasetGenerationError(...) from e`: the chain's earlier exception is the cause. When a
+    specific rule recognised that earlier exception, a candidate on a later link of the same chain is
+    the wrapper's restatement and yields to it (a weak, generic origin such as a bare KeyError does not
+    hold the outer, more informative exception back)."""
+    by_tb = {}
+    for candidate in out:
+        if candidate.traceback is not None and candidate.hit is not None:
+            by_tb.setdefault(id(candidate.traceback), []).append(candidate)
+    for candidate in out:
+        tb = candidate.traceback
+        if tb is None:
+            continue
+        link, hops = tb, 0
+        while link.previous is not None and link.chained_to_previous and hops < 20:
+            link, hops = link.previous, hops + 1
+            causes = by_tb.get(id(link), [])
+            if any(cause.weight >= STRONG_CAUSE and cause.category != candidate.category for cause in causes):
+                candidate.weight *= WRAPPER_FACTOR
+                break
+
+
+_HANDLED_PROBES = {
+    "ImportError",
+    "ModuleNotFoundError",
+    "OSError",
+    "ConnectionError",
+    "HTTPError",
+    "Timeout",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "MaxRetryError",
+    "LocalEntryNotFoundError",
+    "JSONDecodeError",
+    "FileNotFoundError",
+}
+
+
+def _handled_tracebacks(collected: Collected) -> set[int]:
+    """Tracebacks that a process printed and survived: an uncaught exception ends the process, so one
+    followed in the same stream (same source and rank) by a different, unrelated traceback was caught
+    and logged (optional-import probes, hub retries). Kept to exception kinds scripts commonly catch."""
+    cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
+    streams: dict[tuple, list[Traceback]] = {}
+    for tb in collected.tracebacks:
+        if tb.exception:
+            streams.setdefault((tb.source, tb.rank), []).append(tb)
+    out: set[int] = set()
+    for items in streams.values():
+        for index, tb in enumerate(items[:-1]):
+            if tb.exception not in _HANDLED_PROBES:
+                continue
+            for later in items[index + 1 :]:
+                chained = later.chained_to_previous and _origin(later) is _origin(tb)
+                if (
+                    not chained
+                    and later.exception != tb.exception
+                    and later.exception not in _WRAPPERS
+                    and later.exception not in exceptions.CASCADE_EXCEPTIONS
+                    and (later.source, later.exc_line) not in cascade_lines
+                ):
+                    out.add(id(tb))
+                    break
+    return out
+
+
+def _signal_candidates(collected: Collected) -> list[Candidate]:
+    """A rank killed by SIGKILL (-9) with no exception of its own: the host OOM killer's signature."""
+    out = []
+    facts = collected.launcher
+    for item in facts.exits:
+        if item.exit_code == -7 or item.signal == "SIGBUS":
+            rank = item.rank if item.rank is not None else item.local_rank
+            out.append(
+                Candidate(
+                    "dataloader_worker",
+                    0.45,
+                    ["increase_shm", "reduce_dataloader_workers"],
+                    "launcher.sigbus",
+                    "the process died of SIGBUS, most often shared memory (/dev/shm) "
+                    "running out under DataLoader workers",
+                    rank,
+                    item.source,
+                    item.line,
+                    item.text,
+                    10**9,
+                    None,
+                    {"exit_code": item.exit_code, "signal": "SIGBUS"},
+                )
+            )
+        if item.exit_code in (-9, 137) or item.signal == "SIGKILL":
+            rank = item.rank if item.rank is not None else item.local_rank
+            out.append(
+                Candidate(
+                    "host_oom",
+                    SIGKILL_WEIGHT,
+                    ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"],
+                    "launcher.sigkill",
+                    "the process was killed with SIGKILL (exit -9) and left no "
+                    "traceback, the signature of the host's out-of-memory killer",
+                    rank,
+                    item.source,
+                    item.line,
+                    item.text,
+                    10**9,
+                    None,
+                    {"exit_code": item.exit_code, "signal": "SIGKILL"},
+                )
+            )
+    return out
+
+
+_FALLBACK_PAIRS = {("ArrowInvalid", "JSONDecodeError"), ("ArrowTypeError", "JSONDecodeError")}
+
+
+def _origin(tb: Traceback) -> Traceback:
+    seen = 0
+    while tb.previous is not None and tb.chained_to_previous and seen < 20:
+        if (tb.exception, tb.previous.exception) in _FALLBACK_PAIRS:
+            break  # datasets reads JSON with pyarrow first; the json module is only its fallback
+        tb = tb.previous
+        seen += 1
+    return tb

@@ -295,14 +295,24 @@ def _signal_candidates(collected: Collected) -> list[Candidate]:
     return out
 
 
+# low-level errors that libraries wrap into their own, more telling exception
+_GENERIC_CAUSES = {"KeyError", "HTTPError", "HTTPStatusError", "ConnectionError", "MaxRetryError", "IndexError",
+                   "StopIteration", "ReadTimeout", "ConnectTimeout", "ReadTimeoutError", "NewConnectionError"}
 _FALLBACK_PAIRS = {("ArrowInvalid", "JSONDecodeError"), ("ArrowTypeError", "JSONDecodeError")}
 
 
 def _origin(tb: Traceback) -> Traceback:
-    seen = 0
-    while tb.previous is not None and tb.chained_to_previous and seen < 20:
-        if (tb.exception, tb.previous.exception) in _FALLBACK_PAIRS:
-            break  # datasets reads JSON with pyarrow first; the json module is only its fallback
-        tb = tb.previous
-        seen += 1
-    return tb
+    """The exception a chain started from. Walking inward from the exception that ended the process,
+    stop at a fallback pair (datasets reads JSON with pyarrow first; the json module is only its fallback);
+    then take the innermost link that is not a generic low-level error: `raise ValueError("model type
+    'x' not recognised") from KeyError('x')` is about the ValueError, `GatedRepoError` says more than the
+    HTTPError under it."""
+    chain = [tb]
+    while chain[-1].previous is not None and chain[-1].chained_to_previous and len(chain) < 20:
+        if (chain[-1].exception, chain[-1].previous.exception) in _FALLBACK_PAIRS:
+            break
+        chain.append(chain[-1].previous)
+    for link in reversed(chain):
+        if link.exception not in _GENERIC_CAUSES:
+            return link
+    return chain[-1]

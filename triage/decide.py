@@ -167,18 +167,32 @@ def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Can
             same_kind.add((item.source, item.line))
             if item.traceback is not None:
                 same_kind.add((item.traceback.source, item.traceback.exc_line))
+    options = [*collected.tracebacks, *(bare_traceback(item) for item in collected.bare_exceptions)]
     following = [
         tb
-        for tb in collected.tracebacks
+        for tb in options
         if tb.source == winner.source
         and tb.exc_line is not None
-        and 0 < tb.exc_line - winner.line <= 60
-        and (winner.rank is None or tb.rank == winner.rank)
+        and 0 < tb.exc_line - winner.line <= SURFACING_WINDOW
+        and (winner.rank is None or tb.rank in (winner.rank, None))
         and tb.exception
         and tb.exception not in _WRAPPERS
-        and (tb.source, tb.exc_line) in same_kind
+        and _same_kind(tb, winner.category, same_kind)
     ]
     return min(following, key=lambda tb: tb.exc_line, default=None)
+
+
+SURFACING_WINDOW = 60  # lines: a screenful between a root line and the Python exception that reports it
+MESSAGE_LINES = 4  # an exception's message may continue on the lines after it ("RuntimeError:" then the text)
+
+
+def _same_kind(tb: Traceback, category: str, same_kind: set) -> bool:
+    """The exception is recognised as the same failure: a rule matched its line or its message's next
+    lines, or the fallback classifier puts it in the same category."""
+    if any((tb.source, tb.exc_line + offset) in same_kind for offset in range(MESSAGE_LINES)):
+        return True
+    guess = exceptions.classify(tb.exception, tb.message, tb.frames, tb.full_name)
+    return guess is not None and guess[0] == category
 
 
 def _nearby_exception(collected: Collected, winner: Candidate) -> tuple[Traceback | None, dict | None]:

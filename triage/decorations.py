@@ -36,7 +36,7 @@ _STEPS = [
     re.compile(r">>\s+"),
     re.compile(r"[\w.<>]+:[\w<>]+:\d+\s+-\s+"),
     # pipe-separated columns of job runners: "| train-7b | "
-    re.compile(r"\|\s*[\w.\-:]{1,40}\s*\|\s*"),
+    re.compile(r"\|?\s*[\w.\-:]{1,40}\s+\|\s*"),
     # runner tags in brackets: "[Driver] ", "[step (1234)] ", "[9f1c2e...] " (no nested brackets)
     re.compile(r"\[[^\[\]\n]{1,60}\]\s*(?=\S)"),
     # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "

@@ -131,3 +131,36 @@ def test_an_attribute_error_raised_by_getattr_belongs_to_the_caller():
     ]
     found = exceptions.explain("AttributeError", "'DistributedDataParallel' object has no attribute 'generate'", frames)
     assert found[0] == "code_bug"
+
+
+def test_a_chain_names_the_library_error_not_the_generic_one_under_it(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py", line 90, in from_pretrained\n'
+        "    config_class = CONFIG_MAPPING[config_dict['model_type']]\n"
+        "KeyError: 'zeta9'\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/job/train.py", line 12, in <module>\n'
+        "    model = AutoModelForCausalLM.from_pretrained(path)\n"
+        "ValueError: The checkpoint you are trying to load has model type `zeta9` but Transformers does not "
+        "recognize this architecture.\n"
+    )
+    assert diagnose([log]).to_dict()["root_cause"]["exception"] == "ValueError"
+
+
+def test_an_exception_after_a_setup_line_carries_its_name(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "CUDA SETUP: Something went wrong loading the library for your CUDA version\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/venv/lib/python3.11/site-packages/bnb/setup.py", line 5, in check\n'
+        "[rank1]:     raise RuntimeError(\n"
+        "[rank1]: RuntimeError:\n"
+        "[rank1]:         CUDA Setup failed despite GPU being available. Please check your install.\n"
+    )
+    result = diagnose([log]).to_dict()
+    assert (result["category"], result["root_cause"]["exception"]) == ("version_mismatch", "RuntimeError")

@@ -151,6 +151,12 @@ def explain(
     in_data = any(
         _DATA_FRAMES.search(frame.get("function", "") + " " + frame.get("file", "")) for frame in frames[-4:]
     )
+    if exception == "TemplateError":
+        # a chat template's own raise_exception: the conversation does not fit the template's rules
+        return ("data_pipeline", ["convert_data_format", "fix_data_file", "fix_config"], 0.55,
+                "a chat template rejected a conversation (TemplateError)")
+    if exception in ("TemplateSyntaxError", "UndefinedError"):
+        return "data_pipeline", ["fix_config"], 0.5, f"the chat template itself is broken ({exception})"
     if exception in _DATA_CORRUPT:
         return "data_corrupt", ["fix_data_file"], 0.6, f"the exception class {exception}"
     if exception == "OutOfMemoryError" or (exception == "MemoryError" and "cuda" in message.lower()):

@@ -99,3 +99,20 @@ def test_it_peels_stacked_prefixes():
     assert (parsed.rank, parsed.text) == (3, "KeyError: 'x'")
     parsed = split_prefix("node-2: [default5]:[rank5]: KeyError: 'x'")
     assert (parsed.rank, parsed.host, parsed.text) == (5, "node-2", "KeyError: 'x'")
+
+
+def test_mpiruns_first_failed_process_names_the_rank(tmp_path):
+    from triage import diagnose
+
+    log = tmp_path / "mpirun.log"
+    log.write_text(
+        "[1,1]<stderr>:W horovod/common/operations.cc:1108] Horovod has been shut down by another rank.\n"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n"
+        "\n"
+        "  Process name: [[5150,1],2]\n"
+        "  Exit code:    1\n"
+    )
+    result = diagnose([log]).to_dict()
+    assert result["failing_rank"] == 2
+    assert result["launcher"] == "mpirun"

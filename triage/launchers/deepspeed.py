@@ -1,4 +1,4 @@
-"""DeepSpeed launcher and pdsh runner, accelerate and subprocess wrappers."""
+"""DeepSpeed launcher and pdsh runner, and subprocess wrappers (accelerate and mpirun have their own modules)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,9 @@ LITERALS = (
     "Killing subprocess",
     "launch.py:",
     "runner.py:",
-    "accelerate/commands",
-    "accelerate launch",
     "non-zero exit status",
     "died with <Signals",
     "received SIGTERM",
-    "exited on signal",
     "exit code",
 )
 
@@ -27,24 +24,16 @@ _LOCAL = re.compile(r"--local_rank=(\d+)")
 _KILLING = re.compile(r"Killing subprocess (\d+)")
 _STATUS = re.compile(r"returned non-zero exit status (-?\d+)")
 _WORLD_INFO = re.compile(r"WORLD INFO DICT: (\{.{0,4000}\})")
-_WORLD_SIZE = re.compile(
-    r"\bdist_world_size=(\d+)|\bworld_size[=:] ?(\d+)|`--num_processes` was set to a value of `(\d+)`"
-)
+_WORLD_SIZE = re.compile(r"\bdist_world_size=(\d+)|\bworld_size[=:] ?(\d+)")
 _DIED = re.compile(r"died with <Signals\.(SIG\w+): (\d+)>")
-_MPI_SIGNAL = re.compile(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
-_MPI_EXIT = re.compile(r"(?:Process name: \[\[\d+,\d+\],(\d+)\]|rank (\d+)).{0,80}?[Ee]xit code:? (-?\d+)")
 
 
 def feed(facts, source: str, lineno: int, text: str, rank):
-    from triage.launchers import RankExit
-
     lowered_hint = "deepspeed" in text.lower()
     if lowered_hint and (
         "launch.py" in text or "launcher" in text or "runner.py" in text or "[INFO]" in text
     ):
         facts.saw("deepspeed")
-    if "accelerate" in text and ("launch" in text or "commands" in text):
-        facts.saw("accelerate")
     match = _WORLD_INFO.search(text)
     if match:
         try:
@@ -70,20 +59,6 @@ def feed(facts, source: str, lineno: int, text: str, rank):
     if match and "ssh" not in text:
         _add_exit(facts, text, source, lineno, int(match.group(1)))
         return 0
-    match = _MPI_SIGNAL.search(text)
-    if match:
-        facts.saw("mpirun")
-        facts.add_exit(
-            RankExit(
-                rank=int(match.group(1)),
-                exit_code=-int(match.group(4)),
-                pid=int(match.group(2)),
-                host=match.group(3),
-                source=source,
-                line=lineno,
-                text=text.strip(),
-            )
-        )
     return 0
 
 

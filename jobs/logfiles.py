@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import re
 import tarfile
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+
+from triage.ranks import rank_line_pattern
 
 PAGE_LINES = 200
 MAX_LINE_CHARS = 4000
@@ -84,14 +85,13 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …[cut]"
 
 
-RANK_PREFIX = r"(?:\[(?:default|rank){n}\]:|{n}: |\[1,{n}\]<|\[rank{n}\]|rank {n}\b|rank{n}\b)"
 
 
 def rank_matcher(rank):
     """A predicate for lines that a given rank printed, by the usual launcher prefixes."""
     if rank is None:
         return None
-    pattern = re.compile(RANK_PREFIX.format(n=int(rank)), re.IGNORECASE)
+    pattern = rank_line_pattern(int(rank))
     return lambda line: bool(pattern.search(line))
 
 

@@ -9,9 +9,10 @@ import json
 import re
 
 from jobs import logfiles
+from triage.ranks import LINE_RANK, rank_in_line
 
 MAX_EVIDENCE = 12
-RANK_IN_LINE = re.compile(r"\[(?:rank|default)(\d+)\]|^(\d+): ")
+RANK_IN_LINE = LINE_RANK  # the engine's one rank-prefix grammar
 CONTEXT_RADIUS = 3
 RAW_JSON_MAX_CHARS = 300_000
 
@@ -250,7 +251,7 @@ def evidence(data: dict, artifacts, *, with_context: bool = True) -> list[dict]:
         prefix = RANK_IN_LINE.search(line_text)
         rank = as_int(entry.get("rank"))
         if rank is None and prefix:
-            rank = int(prefix.group(1) or prefix.group(2))
+            rank = rank_in_line(line_text)
         if rank is None and order == 0:  # the engine lists the root line first: the failing rank's
             rank = failing_rank
         rows.append({"source": source, "line": line, "text": line_text, "rank": rank, "order": order,
@@ -295,7 +296,7 @@ def evidence(data: dict, artifacts, *, with_context: bool = True) -> list[dict]:
                 if prefix:
                     item["rank_link"] = True
                     if item["rank"] is None:
-                        item["rank"] = int(prefix.group(1) or prefix.group(2))
+                        item["rank"] = rank_in_line(own)
     return items
 
 

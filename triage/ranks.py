@@ -23,6 +23,31 @@ MENTION = re.compile(
 )
 
 
+# The one rank-prefix grammar, for code that reads stored lines (pages, the log viewer): a line's
+# rank prefix anywhere near its start, in the same forms split_prefix() peels.
+LINE_RANK = re.compile(r"\[(?:rank|default)(\d{1,6})\]:?|\[\d{1,4},(\d{1,6})\]<(?:stdout|stderr)>:|^\s{0,4}(\d{1,6}): ")
+
+
+def rank_in_line(text: str) -> int | None:
+    """The rank a stored log line's prefix names, or None."""
+    match = LINE_RANK.search(text)
+    if not match:
+        return None
+    return int(next(group for group in match.groups() if group is not None))
+
+
+def strip_rank_prefixes(text: str) -> str:
+    return LINE_RANK.sub("", text)
+
+
+def rank_line_pattern(rank: int) -> re.Pattern:
+    """Lines of one rank in a combined log: any prefix form above, or a rank named in the text."""
+    n = int(rank)
+    return re.compile(
+        rf"\[(?:default|rank){n}\]|\[\d{{1,4}},{n}\]<|^\s{{0,4}}{n}: |\brank ?{n}\b", re.IGNORECASE
+    )
+
+
 @dataclass(frozen=True)
 class Prefixed:
     rank: int | None

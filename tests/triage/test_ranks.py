@@ -116,3 +116,16 @@ def test_mpiruns_first_failed_process_names_the_rank(tmp_path):
     result = diagnose([log]).to_dict()
     assert result["failing_rank"] == 2
     assert result["launcher"] == "mpirun"
+
+
+def test_stored_lines_are_read_with_the_same_rank_grammar():
+    from triage.ranks import rank_in_line, rank_line_pattern, strip_rank_prefixes
+
+    assert rank_in_line("[default1]:[rank3]: KeyError: 'x'") == 1
+    assert rank_in_line("[1,5]<stderr>: boom") == 5
+    assert rank_in_line("  7: Traceback (most recent call last):") == 7
+    assert rank_in_line("step 12: loss 0.3") is None
+    assert strip_rank_prefixes("[rank2]: ValueError: bad") == " ValueError: bad"
+    of_two = rank_line_pattern(2)
+    assert of_two.search("[rank2]: x") and of_two.search("2: x") and of_two.search("[1,2]<stdout>: x")
+    assert not of_two.search("[rank12]: x") and not of_two.search("step 2: x")

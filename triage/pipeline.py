@@ -100,12 +100,8 @@ def _world_size(collected, command_world: int | None, default_world: int | None 
 def _build(
     collected, verdict: Verdict, world_size, command, configs, data_sample, memory_result
 ) -> Diagnosis:
+    """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
     winner = verdict.candidate
-    launcher = (
-        (collected.launcher.launchers[0] if collected.launcher.launchers else None)
-        or launcher_from_command(parse_command(command) if command else None)
-        or _launcher_from_frames(collected)
-    )
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -116,95 +112,34 @@ def _build(
                 + (CONFIDENCE_TRACEBACK if verdict.root_traceback else 0.0)), 2
         )
     evidence = _evidence(verdict)
-    root_cause = None
-    if winner is None and verdict.root_traceback is not None:
-        tb = verdict.root_traceback
-        root_cause = RootCause(
-            rank=verdict.failing_rank,
-            exception=verdict.exception,
-            message=(verdict.message or "")[:2000] or None,
-            frames=[
-                {key: frame[key] for key in ("file", "line", "function") if key in frame}
-                for frame in tb.frames
-            ][-30:],
-            evidence=[Evidence(item["source"], item["line"], item["text"][:1000]) for item in tb.evidence()],
-        )
-    if winner is not None:
-        frames = [
-            {key: frame[key] for key in ("file", "line", "function") if key in frame}
-            for frame in (verdict.root_traceback.frames if verdict.root_traceback else [])
-        ][-30:]
-        root_cause = RootCause(
-            rank=winner.rank if winner.rank is not None else verdict.failing_rank,
-            exception=verdict.exception,
-            message=(verdict.message or "")[:2000] or None,
-            frames=frames,
-            evidence=evidence[:6],
-        )
-    ranks = rank_statuses(collected, verdict, world_size)
-    if (
-        world_size is None
-        and ranks
-        and any(rank.status in ("terminated", "failed") for rank in ranks)
-        and collected.launcher.exits
-    ):
-        world_size = None
-    fixes = []
-    if kinds:
-        context = fix_builders.FixContext(
-            category=category,
-            command=command,
-            configs=configs,
-            exception=verdict.exception,
-            message=verdict.message,
-            evidence=[item.text for item in evidence],
-            rule_id=rule_id,
-            world_size=world_size,
-            frames=_frame_names(collected),
-            memory={"series": memory_result.get("series", []), "oom": memory_result.get("oom")},
-            data_sample=data_sample,
-            facts=facts,
-        )
-        try:
-            fixes = fix_builders.build_fixes(kinds, context)
-        except Exception:  # concrete fixes are a bonus; the kinds and reasons must survive a builder bug
-            fixes = [
-                {
-                    "kind": kind,
-                    "title": kind.replace("_", " "),
-                    "why": "",
-                    "command": None,
-                    "env": {},
-                    "verified": None,
-                }
-                for kind in kinds
-            ]
-    try:
-        estimate = memory_module.estimate(
-            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size,
-            frames=_frame_names(collected),
-            evidence=" ".join(item.text for item in evidence)[:20000],
-        ) if _memory_matters(category, memory_result) else None
-    except Exception:
-        estimate = None
-    summary = _summary(category, verdict, winner)
-    launcher_rank = collected.launcher.root_cause_rank
-    wrong = (
-        launcher_rank is not None
-        and verdict.failing_rank is not None
-        and launcher_rank != verdict.failing_rank
+    frames = _frame_names(collected)
+    context = fix_builders.FixContext(
+        category=category,
+        command=command,
+        configs=configs,
+        exception=verdict.exception,
+        message=verdict.message,
+        evidence=[item.text for item in evidence],
+        rule_id=rule_id,
+        world_size=world_size,
+        frames=frames,
+        memory={"series": memory_result.get("series", []), "oom": memory_result.get("oom")},
+        data_sample=data_sample,
+        facts=facts,
     )
+    launcher_rank, wrong, reason = _launcher_check(collected, verdict)
     return Diagnosis(
         category=category,
         confidence=confidence,
-        summary=mask_secrets(summary),
-        launcher=launcher,
+        summary=mask_secrets(_summary(category, verdict, winner)),
+        launcher=_launcher(collected, command),
         world_size=world_size,
         failing_rank=verdict.failing_rank,
-        root_cause=root_cause,
-        ranks=ranks,
-        fixes=fixes,
-        memory={"series": memory_result.get("series", []), "estimate": estimate},
+        root_cause=_root_cause(verdict, evidence),
+        ranks=rank_statuses(collected, verdict, world_size),
+        fixes=_fixes(kinds, context) if kinds else [],
+        memory={"series": memory_result.get("series", []),
+                "estimate": _estimate(command, configs, facts, category, memory_result, world_size, frames, evidence)},
         fingerprint=fingerprint(
             category,
             rule_id,
@@ -216,14 +151,72 @@ def _build(
         evidence=evidence,
         launcher_root_cause_rank=launcher_rank,
         launcher_verdict_wrong=wrong,
-        launcher_verdict_reason=(
-            f"the launcher names rank {launcher_rank} (earliest error file), but "
-            f"{verdict.reason}: rank {verdict.failing_rank}"
-        )
-        if wrong
-        else None,
+        launcher_verdict_reason=reason,
         facts=facts,
     )
+
+
+def _launcher(collected, command) -> str:
+    return (
+        (collected.launcher.launchers[0] if collected.launcher.launchers else None)
+        or launcher_from_command(parse_command(command) if command else None)
+        or _launcher_from_frames(collected)
+    )
+
+
+def _root_cause(verdict: Verdict, evidence: list[Evidence]) -> RootCause | None:
+    """The originating exception: with a matched rule, its rank and the evidence that decided; without
+    one, whatever the log raised (the floor: never 'unknown' without the exception the log holds)."""
+    winner, tb = verdict.candidate, verdict.root_traceback
+    if winner is None and tb is None:
+        return None
+    frames = [
+        {key: frame[key] for key in ("file", "line", "function") if key in frame} for frame in (tb.frames if tb else [])
+    ][-30:]
+    if winner is None:
+        rank = verdict.failing_rank
+        evidence = [Evidence(item["source"], item["line"], item["text"][:1000]) for item in tb.evidence()]
+    else:
+        rank = winner.rank if winner.rank is not None else verdict.failing_rank
+        evidence = evidence[:6]
+    return RootCause(
+        rank=rank, exception=verdict.exception, message=(verdict.message or "")[:2000] or None,
+        frames=frames, evidence=evidence,
+    )
+
+
+def _fixes(kinds: list[str], context) -> list[dict]:
+    try:
+        return fix_builders.build_fixes(kinds, context)
+    except Exception:  # concrete fixes are a bonus; the kinds and reasons must survive a builder bug
+        return [
+            {"kind": kind, "title": kind.replace("_", " "), "why": "", "command": None, "env": {}, "verified": None}
+            for kind in kinds
+        ]
+
+
+def _estimate(command, configs, facts, category, memory_result, world_size, frames, evidence):
+    if not _memory_matters(category, memory_result):
+        return None
+    try:
+        return memory_module.estimate(
+            command, configs, facts, oom=memory_result.get("oom"), world_size=world_size,
+            frames=frames, evidence=" ".join(item.text for item in evidence)[:20000],
+        )
+    except Exception:  # the estimate is an extra; a model it cannot size must not cost the diagnosis
+        return None
+
+
+def _launcher_check(collected, verdict: Verdict) -> tuple[int | None, bool, str | None]:
+    """Does the launcher's own Root Cause block name another rank than the verdict?"""
+    launcher_rank = collected.launcher.root_cause_rank
+    wrong = launcher_rank is not None and verdict.failing_rank is not None and launcher_rank != verdict.failing_rank
+    reason = (
+        f"the launcher names rank {launcher_rank} (earliest error file), but {verdict.reason}: rank {verdict.failing_rank}"
+        if wrong
+        else None
+    )
+    return launcher_rank, wrong, reason
 
 
 def _frame_names(collected) -> list[str]:

@@ -12,6 +12,10 @@ def first_failing_rank(
     launcher = collected.launcher
     if winner.category == "nccl_timeout":
         return _timeout_culprit(collected, winner, pool, world_size)
+    if winner.category == "host_oom":
+        killed = _oom_killed_rank(collected)
+        if killed is not None:
+            return killed, "the process the kernel's OOM killer named, by the pid the launcher spawned it with"
     if winner.rank is not None:
         first = _launcher_first_exit(collected, winner)
         if first is not None:
@@ -46,6 +50,17 @@ def first_failing_rank(
     return (
         (own[0], "the rank that printed the root error") if own else (None, "the logs do not say which rank")
     )
+
+
+def _oom_killed_rank(collected: Collected) -> int | None:
+    """The kernel's OOM-killer line names a pid; the DeepSpeed launcher logged which local rank it spawned
+    with that pid. Only on one node (no host prefixes), where a local rank is the global one."""
+    launcher = collected.launcher
+    spawned, killed = launcher.state.get("spawned") or {}, launcher.state.get("oom_killed_pids") or []
+    if not spawned or not killed or "host" in collected.prefix_styles:
+        return None
+    ranks = {spawned[pid] for pid in killed if pid in spawned}
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:

@@ -111,11 +111,17 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     if (
         winner.traceback is None
         and winner.category == "hardware"
-        and failing_rank is not None
         and parse_bare_exception(winner.text) is None
         and not winner.facts.get("exception")
     ):
-        winner.traceback = _device_error_of(collected, failing_rank)
+        if failing_rank is not None:
+            winner.traceback = _device_error_of(collected, failing_rank)
+        else:
+            # a kernel line (Xid, ECC) names no rank: the one rank whose CUDA call failed is where it surfaced
+            surfaced = _device_errors(collected)
+            if len({tb.rank for tb in surfaced}) == 1 and surfaced[0].rank is not None:
+                winner.traceback, failing_rank = surfaced[0], surfaced[0].rank
+                reason = "the only rank whose CUDA call failed when the GPU fault was logged"
     root_tb = _origin(winner.traceback) if winner.traceback is not None else None
     exception, message = _exception(winner, root_tb)
     matched = winner.traceback
@@ -123,6 +129,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         # keep the chain readable: the origin first, then what the matching exception said about it
         message = f"{message} (then {matched.exception}: {matched.message})"
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
+
+
+def _device_errors(collected: Collected) -> list[Traceback]:
+    return [
+        tb
+        for tb in collected.tracebacks
+        if tb.exception and tb.exception not in _WRAPPERS and ("CUDA" in tb.message or "cuda" in tb.message)
+    ]
 
 
 def _device_error_of(collected: Collected, rank: int) -> Traceback | None:

@@ -25,6 +25,8 @@ SETS = [
     FIXTURES / "blind2",
     # a third blind set (55 cases from other projects' threads), held out until scored, then tuned on
     FIXTURES / "blind3",
+    # a fourth blind set (40 cases), held out until scored once on the finished engine
+    FIXTURES / "blind4",
 ]
 
 

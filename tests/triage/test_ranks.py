@@ -129,3 +129,35 @@ def test_stored_lines_are_read_with_the_same_rank_grammar():
     of_two = rank_line_pattern(2)
     assert of_two.search("[rank2]: x") and of_two.search("2: x") and of_two.search("[1,2]<stdout>: x")
     assert not of_two.search("[rank12]: x") and not of_two.search("step 2: x")
+
+
+def test_a_spawned_child_killed_by_a_signal_is_that_rank(tmp_path):
+    from triage import diagnose
+
+    log = tmp_path / "spawn.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", line 170, in join\n'
+        "    raise ProcessExitedException(\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL\n"
+    )
+    result = diagnose([log]).to_dict()
+    assert (result["category"], result["failing_rank"]) == ("host_oom", 3)
+
+
+def test_the_kernels_oom_victim_is_found_by_the_pid_the_launcher_spawned(tmp_path):
+    from triage import diagnose
+
+    log = tmp_path / "ds.log"
+    log.write_text(
+        "[2026-01-02 08:00:00,001] [INFO] [launch.py:256:main] process 4100 spawned with command: "
+        "['python3', '-u', 'train.py', '--local_rank=0']\n"
+        "[2026-01-02 08:00:00,002] [INFO] [launch.py:256:main] process 4101 spawned with command: "
+        "['python3', '-u', 'train.py', '--local_rank=1']\n"
+        "[Fri Jan  2 08:05:00 2026] Out of memory: Killed process 4100 (python3) total-vm:1kB\n"
+        "[2026-01-02 08:05:01,000] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 4101\n"
+        "[2026-01-02 08:05:01,000] [ERROR] [launch.py:325:sigkill_handler] ['python3', '-u', 'train.py', "
+        "'--local_rank=1'] exits with return code = -9\n"
+    )
+    result = diagnose([log]).to_dict()
+    assert (result["category"], result["failing_rank"]) == ("host_oom", 0)

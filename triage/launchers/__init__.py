@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from triage.launchers import accelerate, deepspeed, mpirun, slurm, torchrun
+from triage.launchers import accelerate, deepspeed, mpirun, slurm, spawn, torchrun
 
-PARSERS = (torchrun, deepspeed, accelerate, mpirun, slurm)
+PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm)
 LITERALS: tuple[str, ...] = tuple(lit for parser in PARSERS for lit in parser.LITERALS)
 
 SIGNALS = {

@@ -15,6 +15,9 @@ LITERALS = (
     "runner.py:",
     "non-zero exit status",
     "died with <Signals",
+    "spawned with command",
+    "Killed process",
+    "oom-kill:",
     "received SIGTERM",
     "exit code",
 )
@@ -25,6 +28,8 @@ _KILLING = re.compile(r"Killing subprocess (\d+)")
 _STATUS = re.compile(r"returned non-zero exit status (-?\d+)")
 _WORLD_INFO = re.compile(r"WORLD INFO DICT: (\{.{0,4000}\})")
 _WORLD_SIZE = re.compile(r"\bdist_world_size=(\d+)|\bworld_size[=:] ?(\d+)")
+_SPAWNED = re.compile(r"process (\d+) spawned with command: .{0,400}?--local_rank=(\d+)")
+_OOM_KILLED = re.compile(r"Killed process (\d+)|oom-kill:.{0,300}\bpid=(\d+)")
 _DIED = re.compile(r"died with <Signals\.(SIG\w+): (\d+)>")
 
 
@@ -34,6 +39,12 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         "launch.py" in text or "launcher" in text or "runner.py" in text or "[INFO]" in text
     ):
         facts.saw("deepspeed")
+    match = _SPAWNED.search(text)
+    if match:  # the launcher's own record of which process is which local rank
+        facts.state.setdefault("spawned", {})[int(match.group(1))] = int(match.group(2))
+    match = _OOM_KILLED.search(text)
+    if match:  # the kernel names the pid it killed
+        facts.state.setdefault("oom_killed_pids", []).append(int(match.group(1) or match.group(2)))
     match = _WORLD_INFO.search(text)
     if match:
         try:

@@ -100,20 +100,6 @@ def upload_limits():
     )
 
 
-def rejection_code(message: str) -> str:
-    """Map the engine's InputRejected message onto an upload error code."""
-    lower = message.lower()
-    if "empty" in lower:
-        return "empty_file"
-    if "unsafe path" in lower or "traversal" in lower or "link or device" in lower:
-        return "path_traversal"
-    if "member" in lower and "more than" in lower or "has more than" in lower:
-        return "too_many_members"
-    if "bomb" in lower or "expands" in lower or "larger than" in lower:
-        return "archive_bomb"
-    return "bad_archive"
-
-
 def create_incident(*, team, user=None, logs: list, command: str = "", config=None, data=None,
                     pasted_log: str = "", meta: dict | None = None, enqueue: bool = True) -> Incident:
     """Validate, prepare and store an upload; return the queued Incident or raise UploadRejected.
@@ -216,7 +202,7 @@ def validate(*, logs, config, data, pasted_log: str, workdir: Path, notes: list 
                 triage.inspect_upload(path, name, limits)
             except triage.UnusableInput as exc:  # InputRejected is a subclass
                 message = str(exc) or f"cannot read {name}"
-                code = rejection_code(message) if isinstance(exc, triage.InputRejected) else "bad_archive"
+                code = exc.code if isinstance(exc, triage.InputRejected) else "bad_archive"
                 raise UploadRejected(message, code=code, field=field) from None
             except _ARCHIVE_ERRORS as exc:  # a truncated stream can surface while the engine drains it
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

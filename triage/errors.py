@@ -8,4 +8,11 @@ class UnusableInput(Exception):
 
 
 class InputRejected(UnusableInput):
-    """The input is dangerous or empty: archive bomb, path traversal, too many members, links, devices."""
+    """The input is dangerous or empty: archive bomb, path traversal, too many members, links, devices.
+
+    `code` names the reason for callers that answer in codes (the upload API): archive_bomb,
+    path_traversal, too_many_members, empty_file."""
+
+    def __init__(self, message: str, code: str = "bad_archive"):
+        super().__init__(message)
+        self.code = code

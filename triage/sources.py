@@ -97,30 +97,28 @@ class Budget:
     def spend(self, count: int, name: str, member_bytes: int) -> None:
         self.expanded += count
         if member_bytes > self.limits.max_member_bytes:
-            raise InputRejected(f"archive member {name} expands beyond {self.limits.max_member_bytes} bytes")
+            raise InputRejected(f"archive member {name} expands beyond {self.limits.max_member_bytes} bytes", code="archive_bomb")
         if self.expanded > self.limits.max_total_bytes:
             raise InputRejected(
-                f"upload expands beyond {self.limits.max_total_bytes} bytes (possible archive bomb)"
-            )
+                f"upload expands beyond {self.limits.max_total_bytes} bytes (possible archive bomb)", code="archive_bomb")
         if (
             self.expanded > self.limits.ratio_floor_bytes
             and self.expanded / self.compressed > self.limits.max_ratio
         ):
             raise InputRejected(
-                f"upload expands more than {self.limits.max_ratio}x its compressed size (possible archive bomb)"
-            )
+                f"upload expands more than {self.limits.max_ratio}x its compressed size (possible archive bomb)", code="archive_bomb")
 
     def member(self, name: str) -> None:
         self.members += 1
         if self.members > self.limits.max_members:
-            raise InputRejected(f"archive has more than {self.limits.max_members} members")
+            raise InputRejected(f"archive has more than {self.limits.max_members} members", code="too_many_members")
         check_member_name(name)
 
 
 def check_member_name(name: str) -> None:
     clean = name.replace("\\", "/")
     if clean.startswith("/") or _DRIVE.match(clean) or ".." in clean.split("/"):
-        raise InputRejected(f"archive member has an unsafe path: {name!r}")
+        raise InputRejected(f"archive member has an unsafe path: {name!r}", code="path_traversal")
 
 
 def drain(stream: BinaryIO) -> None:
@@ -137,7 +135,7 @@ def inspect_upload(path: str | Path, original_name: str, limits: Limits | None =
     except OSError:
         raise UnusableInput(f"cannot read {original_name}: no such file") from None
     if size == 0:
-        raise InputRejected(f"{original_name} is empty")
+        raise InputRejected(f"{original_name} is empty", code="empty_file")
     if sniff_kind(path, original_name) == "plain":
         return  # plain text is read as a stream later; nothing can expand
     for source in _open_file(path, original_name, limits, depth=0):
@@ -228,7 +226,7 @@ def zip_member_count(path: str | Path, name: str, max_members: int) -> int:
                 raise UnusableInput(f"cannot read archive {name}: it is truncated")
             total, cd_size, cd_offset, end_record = record[7], record[8], record[9], zip64_at
     if total > max_members:
-        raise InputRejected(f"archive {name} has more than {max_members} members")
+        raise InputRejected(f"archive {name} has more than {max_members} members", code="too_many_members")
     if cd_offset + cd_size != end_record:
         raise UnusableInput(f"cannot read archive {name}: it is truncated or has data before it")
     return total
@@ -239,12 +237,12 @@ def _zip_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
         if len(infos) > budget.limits.max_members:
-            raise InputRejected(f"archive has more than {budget.limits.max_members} members")
+            raise InputRejected(f"archive has more than {budget.limits.max_members} members", code="too_many_members")
         for info in infos:
             budget.member(info.filename)
             mode = (info.external_attr >> 16) & 0o170000
             if mode and mode not in (0o100000, 0o040000):
-                raise InputRejected(f"archive member {info.filename!r} is a link or device")
+                raise InputRejected(f"archive member {info.filename!r} is a link or device", code="path_traversal")
             if info.is_dir() or Path(info.filename).name in _SKIP:
                 continue
             with archive.open(info) as raw:
@@ -259,13 +257,12 @@ def _tar_members(path: Path, name: str, budget: Budget) -> Iterator[Source]:
         for member in archive:
             budget.member(member.name)
             if member.issym() or member.islnk() or member.isdev() or member.isfifo() or member.ischr():
-                raise InputRejected(f"archive member {member.name!r} is a link or device")
+                raise InputRejected(f"archive member {member.name!r} is a link or device", code="path_traversal")
             if not member.isfile() or Path(member.name).name in _SKIP:
                 continue
             if member.size > budget.limits.max_member_bytes:
                 raise InputRejected(
-                    f"archive member {member.name!r} is larger than {budget.limits.max_member_bytes} bytes"
-                )
+                    f"archive member {member.name!r} is larger than {budget.limits.max_member_bytes} bytes", code="archive_bomb")
             stream = archive.extractfile(member)
             if stream is not None:
                 member_name = f"{name}/{member.name}"
@@ -319,6 +316,6 @@ def _walk(folder: Path, display: str, limits: Limits) -> Iterator[Source]:
                 continue
             count += 1
             if count > limits.max_members:
-                raise InputRejected(f"folder {display} has more than {limits.max_members} files")
+                raise InputRejected(f"folder {display} has more than {limits.max_members} files", code="too_many_members")
             relative = full.relative_to(folder).as_posix()
             yield from _open_file(full, f"{display}/{relative}", limits, depth=0)

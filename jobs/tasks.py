@@ -34,10 +34,10 @@ from django.db.models import Case, F, Q, TextField, Value, When
 from django.utils import timezone
 
 import triage
+from jobs.limits import upload_limits
 from jobs.models import Artifact, Diagnosis, Incident
 from jobs.signals import diagnosis_saved, incident_finished
 from jobs.staging import sweep_orphans, work_root
-from jobs.uploads import upload_limits
 
 logger = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ import triage
 from jobs.archives import ARCHIVE_ERRORS as _ARCHIVE_ERRORS
 from jobs.archives import Budget as _Budget  # noqa: F401 - kept importable
 from jobs.archives import container_kind, open_members  # noqa: F401 - kept importable
+from jobs.limits import upload_limits
 from jobs.models import Artifact, Incident
 from jobs.staging import stage
 from jobs.textfiles import binary_reason, sample_of, write_masked
@@ -90,14 +91,6 @@ class Prepared:
     kind: str
     size: int
     sha256: str
-
-
-def upload_limits():
-    return triage.Limits(
-        max_total_bytes=settings.TRIAGE_UPLOAD_MAX_BYTES,
-        max_members=settings.TRIAGE_ARCHIVE_MAX_MEMBERS,
-        max_ratio=settings.TRIAGE_ARCHIVE_MAX_RATIO,
-    )
 
 
 def create_incident(*, team, user=None, logs: list, command: str = "", config=None, data=None,

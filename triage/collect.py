@@ -3,13 +3,13 @@ rule hits, tracebacks, launcher facts, per-rank progress and events, memory line
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import re
 
 from triage import decorations, grepscan, launchers, rules, timestamps
 from triage.collected import Collected, Hit
+from triage.errorfiles import read_error_file
+from triage.progress import PHASE_LOADING, record_progress
 from triage.ranks import mentioned_rank, split_prefix
 from triage.rules import CASCADE, HINT
 from triage.scan import LineScanner, compile_literals
@@ -48,11 +48,6 @@ _LAUNCHER_LINE = re.compile(
     r"ChildFailedError|Sending process|Main process received"
 )
 _SPAWNED = re.compile(r"^-- Process (\d{1,6}) terminated with the following error")
-_STEP = re.compile(r"(\d+)/(\d+) \[")
-_PHASE_LOADING = re.compile(r"Loading checkpoint shards|Loading model|from_pretrained|Loading weights", re.I)
-_PHASE_DATA = re.compile(
-    r"Running tokenizer|Converting format|\bMap\b|Tokeniz|Generating train split|num_proc", re.I
-)
 
 
 class Collector:
@@ -98,7 +93,7 @@ class Collector:
             )
         stream = source.stream
         if source.is_error_file:
-            stream = self._error_file(source, rank_hint)
+            stream = read_error_file(source, rank_hint, self.out.error_files)
             if stream is None:
                 return
         self._in_error_file = source.is_error_file
@@ -115,7 +110,7 @@ class Collector:
             if follow > scanner.follow:
                 scanner.follow = follow
         for lineno, raw in scanner.progress_samples:
-            self._progress(source.name, lineno, raw, rank_hint)
+            record_progress(self.out, source.name, lineno, raw, rank_hint, MAX_HITS)
         if not any(hit.rule.sampled and hit.source == source.name for hit in self.out.hits):
             return
         # chatter rules (NCCL INFO) only count when the log stops in the middle of them
@@ -141,30 +136,6 @@ class Collector:
             except OSError:
                 pass
         return LineScanner(stream, self.pattern)
-
-    def _error_file(self, source: Source, rank: int | None):
-        raw = source.stream.read(16 * 1024 * 1024)
-        try:
-            data = json.loads(raw.decode("utf-8", errors="replace"))
-            message = data.get("message", {})
-            if isinstance(message, str):
-                message = {"message": message}
-            info = message.get("extraInfo") or {}
-            callstack = info.get("py_callstack") or ""
-            text = message.get("message") or ""
-            stamp = info.get("timestamp")
-        except (ValueError, AttributeError):
-            return None
-        self.out.error_files.append(
-            {
-                "source": source.name,
-                "rank": rank,
-                "message": text,
-                "timestamp": float(stamp) if str(stamp or "").isdigit() else None,
-            }
-        )
-        body = callstack if HEADER in callstack else text
-        return io.BytesIO(body.encode("utf-8", errors="replace"))
 
     def _line(self, source: str, lineno: int, raw: bytes, rank_hint, assemblers) -> int:
         out = self.out
@@ -234,7 +205,7 @@ class Collector:
             follow = max(follow, 40)
         inside_body = was_open and assembler.open
         self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core)
-        if _PHASE_LOADING.search(body) and track is not None:
+        if PHASE_LOADING.search(body) and track is not None:
             track.phase = "loading"
         return follow
 
@@ -346,34 +317,6 @@ class Collector:
         if len(out.hits) > MAX_HITS:
             # keep the earliest and the latest evidence; a million identical warnings add nothing
             del out.hits[MAX_HITS // 2 : MAX_HITS // 2 + len(line_hits)]
-
-    def _progress(self, source: str, lineno: int, raw: bytes, rank_hint) -> None:
-        text = clean_line(raw)
-        prefixed = split_prefix(text)
-        rank = prefixed.rank if prefixed.rank is not None else rank_hint
-        if "NCCL INFO" in prefixed.text:
-            self.out.seq += 1
-            for item, _match in rules.matching(prefixed.text):
-                if item.sampled and len(self.out.hits) < MAX_HITS:
-                    self.out.hits.append(
-                        Hit(item, rank, source, lineno, prefixed.text[:1000], self.out.seq, None)
-                    )
-            return
-        track = self.out.track(rank) if rank is not None else self.out.unranked
-        step_match = _STEP.search(prefixed.text)
-        step = int(step_match.group(1)) if step_match else None
-        item = (lineno, prefixed.text[:300], timestamps.parse(prefixed.text, self.out.year), step)
-        track.progress_count += 1
-        if track.first_progress is None:
-            track.first_progress = item
-        if track.last_progress is None or lineno >= track.last_progress[0]:
-            track.last_progress = item
-        if _PHASE_LOADING.search(prefixed.text):
-            track.phase = "loading"
-        elif _PHASE_DATA.search(prefixed.text):
-            track.phase = "data"
-        elif step is not None or "loss" in prefixed.text:
-            track.phase = "training"
 
 
 def _minimal(literals: list[str]) -> list[str]:

@@ -1,0 +1,44 @@
+"""Progress lines (tqdm bars, step counters, NCCL INFO chatter) sampled by the scanner: each rank's
+first and last progress, its step and the phase it was in (loading, data, training)."""
+
+from __future__ import annotations
+
+import re
+
+from triage import rules, timestamps
+from triage.collected import Collected, Hit
+from triage.ranks import split_prefix
+from triage.text import clean_line
+
+STEP = re.compile(r"(\d+)/(\d+) \[")
+PHASE_LOADING = re.compile(r"Loading checkpoint shards|Loading model|from_pretrained|Loading weights", re.I)
+PHASE_DATA = re.compile(
+    r"Running tokenizer|Converting format|\bMap\b|Tokeniz|Generating train split|num_proc", re.I
+)
+
+
+def record_progress(out: Collected, source: str, lineno: int, raw: bytes, rank_hint, max_hits: int) -> None:
+    text = clean_line(raw)
+    prefixed = split_prefix(text)
+    rank = prefixed.rank if prefixed.rank is not None else rank_hint
+    if "NCCL INFO" in prefixed.text:
+        out.seq += 1
+        for item, _match in rules.matching(prefixed.text):
+            if item.sampled and len(out.hits) < max_hits:
+                out.hits.append(Hit(item, rank, source, lineno, prefixed.text[:1000], out.seq, None))
+        return
+    track = out.track(rank) if rank is not None else out.unranked
+    step_match = STEP.search(prefixed.text)
+    step = int(step_match.group(1)) if step_match else None
+    item = (lineno, prefixed.text[:300], timestamps.parse(prefixed.text, out.year), step)
+    track.progress_count += 1
+    if track.first_progress is None:
+        track.first_progress = item
+    if track.last_progress is None or lineno >= track.last_progress[0]:
+        track.last_progress = item
+    if PHASE_LOADING.search(prefixed.text):
+        track.phase = "loading"
+    elif PHASE_DATA.search(prefixed.text):
+        track.phase = "data"
+    elif step is not None or "loss" in prefixed.text:
+        track.phase = "training"

@@ -60,10 +60,11 @@ def strip_progress_bar(text: str) -> str:
 
 
 def core(text: str) -> str:
-    """The line without leading decorations. Lines that are only decorations come back unchanged."""
+    """The line without leading decorations; a line with none comes back as the same object (callers
+    test `is` to skip a second rule pass), and so does a line that is only decorations."""
     text = strip_progress_bar(text)
     stripped = text.lstrip()
-    if not stripped or stripped[0] in " \t│┃|╭╰" or stripped.startswith(("File ", "Traceback")):
+    if not stripped or stripped[0] in "│┃|╭╰" or stripped.startswith(("File ", "Traceback")):
         return text
     out = stripped
     for _ in range(8):
@@ -74,4 +75,4 @@ def core(text: str) -> str:
                 break
         else:
             break
-    return out if out.strip() else text
+    return out if out is not stripped and out.strip() else text

@@ -24,18 +24,7 @@ def first_failing_rank(
             )
         return winner.rank, "the rank that raised the root error"
     # a rank-less root line: attribute it through the launcher's exit records
-    failed = [
-        item
-        for item in launcher.exits
-        if item.exit_code not in (None, 0, -15)
-        and item.signal != "SIGTERM"
-        and (item.pid is None or item.pid not in launcher.sigterm_pids)
-    ]
-    ranks = []
-    for item in failed:
-        rank = item.rank if item.rank is not None else item.local_rank
-        if rank is not None and rank not in ranks:
-            ranks.append(rank)
+    ranks = _distinct(_exit_rank(item) for item in _own_exits(launcher))
     if len(ranks) == 1:
         return ranks[0], "the only rank the launcher saw fail on its own"
     if launcher.root_cause_rank is not None and (not ranks or launcher.root_cause_rank in ranks):
@@ -72,20 +61,12 @@ def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:
     own = []
     if "host" in collected.prefix_styles or any(item.host for item in launcher.exits):
         return None  # several nodes: a launcher's local rank does not name a global one
-    for item in launcher.exits:
-        rank = item.rank if item.rank is not None else item.local_rank
-        if (
-            rank is None
-            or item.exit_code in (None, 0, -15)
-            or item.signal == "SIGTERM"
-            or (item.pid is not None and item.pid in launcher.sigterm_pids)
-            or item.root_cause_block
-        ):
+    for item in _own_exits(launcher):
+        if _exit_rank(item) is None or item.root_cause_block:
             continue
         if item.source != winner.source:
             return None
-        if rank not in own:
-            own.append(rank)
+        own = _distinct([*own, _exit_rank(item)])
     if len(own) != 1 or own[0] == winner.rank or own[0] in collected.tracks:
         return None
     if winner.rank >= 1 + len(launcher.sigterm_pids):
@@ -144,15 +125,32 @@ def rank_without_verdict(collected: Collected) -> int | None:
     """No signature matched: a rank that died on its own (not SIGTERM, no cascade message) is still the first."""
     launcher = collected.launcher
     cascades = {hit.rank for hit in collected.cascades}
-    own = []
-    for item in launcher.exits:
-        rank = item.rank if item.rank is not None else item.local_rank
-        if rank is None or item.exit_code in (None, 0, -15) or item.signal == "SIGTERM" or rank in cascades:
-            continue
-        if item.pid is not None and item.pid in launcher.sigterm_pids:
-            continue
-        if rank not in own:
-            own.append(rank)
+    own = _distinct(_exit_rank(item) for item in _own_exits(launcher) if _exit_rank(item) not in cascades)
     if len(own) == 1:
         return own[0]
     return launcher.root_cause_rank
+
+
+def _own_exits(launcher) -> list:
+    """The launcher's exit records of processes that ended on their own: a failure code, not the
+    SIGTERM the launcher itself sent (by signal, or by the pid it said it was terminating)."""
+    return [
+        item
+        for item in launcher.exits
+        if item.exit_code not in (None, 0, -15)
+        and item.signal != "SIGTERM"
+        and (item.pid is None or item.pid not in launcher.sigterm_pids)
+    ]
+
+
+def _exit_rank(item) -> int | None:
+    return item.rank if item.rank is not None else item.local_rank
+
+
+def _distinct(ranks) -> list[int]:
+    """Ranks in first-seen order, without None and repeats."""
+    out: list[int] = []
+    for rank in ranks:
+        if rank is not None and rank not in out:
+            out.append(rank)
+    return out

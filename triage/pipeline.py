@@ -297,15 +297,16 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     return kinds
 
 
+PHASE_ORDER = ("training", "data", "loading")  # furthest first
+
+
 def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) -> list[str]:
     kinds = list(winner.fixes)
     if winner.category == "host_oom":
-        phase = None
-        track = collected.tracks.get(verdict.failing_rank) if verdict.failing_rank is not None else None
-        phases = [t.phase for t in collected.tracks.values() if t.phase] + (
-            [collected.unranked.phase] if collected.unranked.phase else []
-        )
-        phase = (track.phase if track and track.phase else None) or (phases[-1] if phases else None)
+        # ranks move through loading, data and training together (every phase ends in a collective), so
+        # the furthest phase any rank's output reached is the job's, whichever rank printed it
+        phases = {t.phase for t in [*collected.tracks.values(), collected.unranked] if t.phase}
+        phase = next((name for name in PHASE_ORDER if name in phases), None)
         if phase == "loading":
             # every rank materialising the full checkpoint in RAM at once
             kinds = ["fix_config", "shard_more", "reduce_dataloader_workers"]

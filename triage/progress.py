@@ -8,7 +8,7 @@ import re
 from triage import rules, timestamps
 from triage.collected import Collected, Hit
 from triage.ranks import split_prefix
-from triage.text import clean_line
+from triage.text import clean_line, decode, strip_ansi
 
 STEP = re.compile(r"(\d+)/(\d+) \[")
 PHASE_LOADING = re.compile(r"Loading checkpoint shards|Loading model|from_pretrained|Loading weights", re.I)
@@ -36,9 +36,26 @@ def record_progress(out: Collected, source: str, lineno: int, raw: bytes, rank_h
         track.first_progress = item
     if track.last_progress is None or lineno >= track.last_progress[0]:
         track.last_progress = item
-    if PHASE_LOADING.search(prefixed.text):
-        track.phase = "loading"
-    elif PHASE_DATA.search(prefixed.text):
-        track.phase = "data"
-    elif step is not None or "loss" in prefixed.text:
-        track.phase = "training"
+    # a bar redrawn with carriage returns keeps its earlier frames on the same line, and a traceback
+    # printed right after a bar ends up behind its last '\r': the phase is that of the last frame saying one
+    for segment in _frames(raw, prefixed.text):
+        phase = phase_of(segment)
+        if phase is not None:
+            track.phase = phase
+
+
+def phase_of(text: str) -> str | None:
+    if PHASE_LOADING.search(text):
+        return "loading"
+    if PHASE_DATA.search(text):
+        return "data"
+    if STEP.search(text) or "loss" in text:
+        return "training"
+    return None
+
+
+def _frames(raw: bytes, cleaned: str) -> list[str]:
+    """The line's frames in order: each '\r'-separated part as printed (a bar glued in front of a rank's
+    traceback stays visible here), then the cleaned line."""
+    parts = [strip_ansi(decode(part)) for part in raw.rstrip(b"\r\n")[:4096].split(b"\r") if part.strip()]
+    return [*parts, cleaned] if parts else [cleaned]

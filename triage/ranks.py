@@ -1,7 +1,8 @@
 """Rank attribution from line prefixes.
 
 Styles: `[rankN]:` (torch), `[defaultN]:` (torchrun --tee), both together, Slurm `srun -l`
-(`N: `), mpirun `[1,N]<stdout>:`, DeepSpeed/pdsh `host: ` (a node, not a rank).
+(`N: `), mpirun `[1,N]<stdout>:`, DeepSpeed/pdsh `host: ` (a node, not a rank), and a rank naming
+itself (Lightning `[rank: N]`, a script's `Rank N:` / `[Rank N]`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ _TORCH = re.compile(r"\[(?:rank|default|[A-Za-z_]{1,20}?)(\d{1,6})\]:\s?")
 _MPI = re.compile(r"\[\d{1,4},(\d{1,6})\]<(?:stdout|stderr)>:\s?")
 _MIDLINE = re.compile(r"\[rank(\d{1,6})\]:\s?")
 _SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
+# a rank naming itself at the start of its line: Lightning's "[rank: 1] ", a script's "Rank 3: ",
+# "[Rank 3] ", "RANK=3 | ", "rank3: " (never a hostname: the word is "rank")
+_SELF = re.compile(r"(?:\[\s?rank[:=\s]\s?(\d{1,6})\s?\]:?|rank[\s_=]?(\d{1,6})\s?(?::|\|))\s?", re.I)
 _HOST = re.compile(
     r"((?:localhost|[a-z0-9][a-z0-9\-]{0,40}\d[a-z0-9\-]{0,20}(?:\.[a-z0-9\-]{1,40}){0,6}|"
     r"\d{1,3}(?:\.\d{1,3}){3})): "
@@ -62,6 +66,10 @@ def split_prefix(line: str) -> Prefixed:
     style = None
     rank = None
     text = line
+    match = _SELF.match(text)
+    if match:
+        rank, text, style = int(match.group(1) or match.group(2)), text[match.end() :], "self"
+        return Prefixed(rank=rank, host=host, text=text, style=style)
     match = _HOST.match(text)
     if match and not text.startswith(("http", "https")):
         host, text, style = match.group(1), text[match.end() :], "host"

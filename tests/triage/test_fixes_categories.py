@@ -225,3 +225,25 @@ def test_it_uses_auto_batch_values_when_no_command_was_given():
     assert one["config"]["ds_config.json"]["train_batch_size"] == "auto"
     assert any("train_batch_size 32" in note for note in one["notes"])
     assert any("logs show 2 processes but DeepSpeed counted 1" in note for note in one["notes"])
+
+
+def test_a_rank_killed_mid_training_gets_training_advice_even_when_another_rank_printed_the_steps(tmp_path):
+    """Only rank 0 prints the step bar, and it is glued in front of rank 0's next line; rank 1 dies
+    by SIGKILL. The job was training, so the input pipeline's memory comes first, not model loading."""
+    from triage_helpers import write
+
+    from triage import diagnose
+
+    log = "\n".join(
+        [
+            "Loading checkpoint shards: 100%|##########| 2/2 [00:03<00:00,  1.50s/it]",
+            "\r  0%|          | 0/50 [00:00<?, ?it/s]\r  4%|4         | 2/50 [00:04<01:36,  2.01s/it]"
+            "[rank0]:[W1201 10:00:00.000 ProcessGroupGloo.cpp:100] peer closed",
+            "E1201 10:00:01.000000 100 torch/distributed/elastic/multiprocessing/api.py:900] failed "
+            "(exitcode: -9) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3",
+        ]
+    )
+    result = diagnose([write(tmp_path / "run.log", log + "\n")], command="torchrun --nproc_per_node 2 train.py")
+    assert result.category == "host_oom"
+    assert result.failing_rank == 1
+    assert [fix["kind"] for fix in result.fixes][0] == "reduce_dataloader_workers"

@@ -19,6 +19,10 @@ from triage.ranks import split_prefix
         ("[1,3]<stderr>:KeyError: 'x'", 3, None),
         ("worker-2: [rank3]: KeyError: 'x'", 3, "worker-2"),
         ("10.0.0.12: KeyError: 'x'", None, "10.0.0.12"),
+        ("[rank: 3] KeyError: 'x'", 3, None),
+        ("Rank 3: KeyError: 'x'", 3, None),
+        ("[Rank 3] KeyError: 'x'", 3, None),
+        ("rank3: KeyError: 'x'", 3, None),
         ("KeyError: 'x'", None, None),
     ],
 )
@@ -31,6 +35,8 @@ def test_it_reads_each_prefix_style(line, rank, host):
 
 def test_it_does_not_take_a_timestamp_or_exception_for_a_prefix():
     assert split_prefix("2024-01-01 10:00:00: started").rank is None
+    assert split_prefix("rank 0 tried to reach rank 1").rank is None
+    assert split_prefix("ranked: 3 candidates").rank is None
     assert split_prefix("RuntimeError: boom").host is None
 
 
@@ -39,7 +45,9 @@ def test_it_finds_a_rank_prefix_after_an_unterminated_progress_bar():
     assert parsed.rank == 5
 
 
-@pytest.mark.parametrize("prefix", ["[rank{r}]: ", "[default{r}]:", "{r}: ", "[1,{r}]<stdout>:"])
+@pytest.mark.parametrize(
+    "prefix", ["[rank{r}]: ", "[default{r}]:", "{r}: ", "[1,{r}]<stdout>:", "[rank: {r}] ", "Rank {r}: "]
+)
 def test_it_attributes_the_failure_to_the_prefixed_rank(tmp_path, prefix):
     lines = [
         prefix.format(r=0) + "step 10 ok",

@@ -16,6 +16,7 @@ from triage.fingerprint import fingerprint
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
 from triage.sources import open_sources
+from triage.progress import phase_of_frames
 from triage.text import mask_deep, mask_secrets
 from triage.timeline import rank_statuses
 
@@ -307,6 +308,10 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) 
         # the furthest phase any rank's output reached is the job's, whichever rank printed it
         phases = {t.phase for t in [*collected.tracks.values(), collected.unranked] if t.phase}
         phase = next((name for name in PHASE_ORDER if name in phases), None)
+        if phase is None:
+            # no progress line said it: the frames of the tracebacks (the victims' included) do
+            shown = {phase_of_frames(tb.frames) for tb in collected.tracebacks} - {None}
+            phase = next((name for name in PHASE_ORDER if name in shown), None)
         if phase == "loading":
             # every rank materialising the full checkpoint in RAM at once
             kinds = ["fix_config", "shard_more", "reduce_dataloader_workers"]

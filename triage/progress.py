@@ -54,6 +54,28 @@ def phase_of(text: str) -> str | None:
     return None
 
 
+# functions whose presence in a traceback says what the process was doing when it died
+_LOADING_FUNCTIONS = re.compile(
+    r"from_pretrained|load_state_dict|_load_pretrained_model|load_checkpoint|load_model|safe_open|"
+    r"^load$|_load_state_dict_into|load_shard|init_empty_weights|get_peft_model|prepare_model"
+)
+_TRAINING_FUNCTIONS = re.compile(
+    r"backward|_inner_training_loop|training_step|train_step|train_batch|optimizer_step|_run_epoch|"
+    r"fit_loop|run_training_epoch|advance|training_loop|compute_loss|get_batch_samples|^step$"
+)
+
+
+def phase_of_frames(frames: list[dict]) -> str | None:
+    """The phase a traceback's frames show: the innermost loading or training function decides."""
+    for frame in reversed(frames):
+        function = str(frame.get("function") or "")
+        if _LOADING_FUNCTIONS.search(function):
+            return "loading"
+        if _TRAINING_FUNCTIONS.search(function):
+            return "training"
+    return None
+
+
 def _frames(raw: bytes, cleaned: str) -> list[str]:
     """The line's frames in order: each '\r'-separated part as printed (a bar glued in front of a rank's
     traceback stays visible here), then the cleaned line."""

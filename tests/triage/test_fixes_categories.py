@@ -247,3 +247,53 @@ def test_a_rank_killed_mid_training_gets_training_advice_even_when_another_rank_
     assert result.category == "host_oom"
     assert result.failing_rank == 1
     assert [fix["kind"] for fix in result.fixes][0] == "reduce_dataloader_workers"
+
+
+@pytest.mark.parametrize(
+    "victim_frames, first",
+    [
+        (["main", "train", "backward", "run_backward"], "reduce_dataloader_workers"),
+        (["main", "from_pretrained", "_load_pretrained_model", "load_state_dict"], "fix_config"),
+    ],
+)
+def test_with_no_progress_line_the_victims_frames_tell_the_phase(tmp_path, victim_frames, first):
+    """Rank 1 is SIGKILLed; rank 0's traceback (a lost peer) shows what the job was doing."""
+    from triage_helpers import write
+
+    from triage import diagnose
+
+    lines = ["[rank0]: Traceback (most recent call last):"]
+    for number, function in enumerate(victim_frames, start=1):
+        lines.append(f'[rank0]:   File "/srv/job/lib/mod{number}.py", line {number * 10}, in {function}')
+        lines.append("[rank0]:     next_call()")
+    lines += [
+        "[rank0]: RuntimeError: Connection closed by peer [10.1.1.2]:29500",
+        "E1201 10:00:01.000000 100 torch/distributed/elastic/multiprocessing/api.py:900] failed "
+        "(exitcode: -9) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3",
+    ]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")], command="torchrun --nproc_per_node 2 t.py")
+    assert result.category == "host_oom"
+    assert result.fixes[0]["kind"] == first
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 0:  18%|#8        | 1402/7790 [14:02<1:03:58,  1.66it/s, v_num=12, train_loss=0.611]",
+        "step 3/8 loss 3.6713 (0.1s)",
+    ],
+)
+def test_a_training_step_line_in_other_words_still_says_training(tmp_path, line):
+    from triage_helpers import write
+
+    from triage import diagnose
+
+    log = "\n".join(
+        [
+            line,
+            "E1201 10:00:01.000000 100 torch/distributed/elastic/multiprocessing/api.py:900] failed "
+            "(exitcode: -9) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3",
+        ]
+    )
+    result = diagnose([write(tmp_path / "run.log", log + "\n")], command="torchrun --nproc_per_node 2 t.py")
+    assert result.fixes[0]["kind"] == "reduce_dataloader_workers"

@@ -11,7 +11,7 @@ from triage.collected import Collected, Hit
 from triage.errorfiles import read_error_file
 from triage.progress import PHASE_LOADING, record_progress
 from triage.ranks import mentioned_rank, split_prefix
-from triage.rules import CASCADE, HINT
+from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
 from triage.sources import Source
 from triage.text import clean_line
@@ -40,7 +40,7 @@ EXTRA_LITERALS = (
 _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{4} |^\[W ")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
-    r"Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
+    r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
     r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ "
 )
 _LAUNCHER_LINE = re.compile(
@@ -188,6 +188,7 @@ class Collector:
             return 0
         finished_before = len(out.tracebacks)
         was_open = assembler.open
+        earlier = assembler.last_finished
         assembler.feed(lineno, core, seq, t)
         if not was_open and not assembler.open and len(out.tracebacks) == finished_before:
             self._bare_exception(source, lineno, core, rank, seq, t)
@@ -195,6 +196,9 @@ class Collector:
             finished = out.tracebacks[-1]
             if finished.chained_to_previous and finished_before > 0:
                 finished.previous = _previous_of(out.tracebacks, finished)
+            elif earlier is not None and _reraises(earlier, finished):
+                # the worker's original traceback, printed inside the message of its re-raise
+                earlier.previous, earlier.chained_to_previous = finished, True
             if len(out.tracebacks) > MAX_TRACEBACKS:
                 del out.tracebacks[MAX_TRACEBACKS // 2 : MAX_TRACEBACKS // 2 + 1]
             self.pending_message = [finished, source, rank, 3]
@@ -335,6 +339,16 @@ def _after_progress_bar(body: str, start: int) -> str:
     if cut > 0 and ("it/s" in body[:cut] or "s/it" in body[:cut] or "%|" in body[:cut]):
         return body[cut + 1 :].lstrip()
     return body
+
+
+def _reraises(outer: Traceback, inner: Traceback) -> bool:
+    """`outer` is torch's re-raise of `inner` ("Caught X in DataLoader worker process N. Original Traceback")."""
+    return (
+        outer.exception == inner.exception
+        and outer.previous is None
+        and bool(exceptions.REraised.match(outer.message))
+        and 0 < inner.start_line - (outer.exc_line or outer.start_line) <= 50  # other ranks may interleave
+    )
 
 
 def _previous_of(tracebacks: list[Traceback], current: Traceback) -> Traceback | None:

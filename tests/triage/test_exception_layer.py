@@ -164,3 +164,60 @@ def test_an_exception_after_a_setup_line_carries_its_name(tmp_path):
     )
     result = diagnose([log]).to_dict()
     assert (result["category"], result["root_cause"]["exception"]) == ("version_mismatch", "RuntimeError")
+
+
+def _reraised_from_worker(tmp_path, prefix, exception, inner_frames, message):
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/job/train.py", line 88, in <module>',
+        "    trainer.train()",
+        '  File "/opt/py/lib/python3.10/site-packages/torch/_utils.py", line 705, in reraise',
+        "    raise exception",
+        f"{exception}: Caught {exception.rsplit('.', 1)[-1]} in DataLoader worker process 1.",
+        "Original Traceback (most recent call last):",
+        '  File "/opt/py/lib/python3.10/site-packages/torch/utils/data/_utils/worker.py", line 308, in _worker_loop',
+        "    data = fetcher.fetch(index)",
+        *inner_frames,
+        f"{exception}: {message}",
+    ]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(prefix + line for line in lines) + "\n")
+    return diagnose([path])
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank3]: "])
+def test_a_worker_reraise_yields_to_the_original_traceback_in_its_message(tmp_path, prefix):
+    """torch re-raises a worker's exception as 'Caught X in DataLoader worker process N.' with the
+    original traceback below: the worker's own message and raising frame are the root cause, and the
+    words 'DataLoader worker' do not make it a worker crash."""
+    result = _reraised_from_worker(
+        tmp_path,
+        prefix,
+        "PIL.UnidentifiedImageError",
+        [
+            '  File "/srv/job/data.py", line 41, in __getitem__',
+            "    img = Image.open(path)",
+            '  File "/opt/py/lib/python3.10/site-packages/PIL/Image.py", line 3339, in open',
+            "    raise UnidentifiedImageError(msg)",
+        ],
+        "cannot identify image file '/mnt/shards/img_000731.png'",
+    )
+    assert result.category == "data_corrupt"
+    assert "cannot identify image file" in result.root_cause.message
+    assert "Original Traceback" not in result.root_cause.message
+    assert result.root_cause.frames[-1]["function"] == "open"
+
+
+def test_a_damaged_tar_shard_read_in_a_worker_is_corrupt_data(tmp_path):
+    result = _reraised_from_worker(
+        tmp_path,
+        "",
+        "tarfile.ReadError",
+        [
+            '  File "/opt/py/lib/python3.10/site-packages/webdataset/tariterators.py", line 150, in tar_file_iterator',
+            "    stream = tarfile.open(fileobj=fileobj, mode='r|*')",
+        ],
+        "unexpected end of data",
+    )
+    assert result.category == "data_corrupt"
+    assert result.fixes[0]["kind"] == "fix_data_file"

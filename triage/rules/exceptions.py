@@ -43,7 +43,16 @@ _DATA_CORRUPT = {
     "DatasetGenerationError",
     "ArrowTypeError",
     "EmptyDataError",
+    "UnidentifiedImageError",  # PIL cannot decode the file: not an image, or a damaged one
+    "DecompressionBombError",
+    "BadZipFile",
+    "BadGzipFile",
+    "ReadError",  # tarfile: a damaged or truncated shard
 }
+# torch re-raises an exception from a DataLoader worker or a DataParallel replica under the same class,
+# with "Caught X in DataLoader worker process N." and the original traceback as its message: the words
+# are about where it was caught, not what went wrong
+REraised = re.compile(r"^Caught \w+ in (?:DataLoader worker process|replica) \d+")
 _VERSION = {"ImportError", "ModuleNotFoundError"}
 _CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError"}
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
@@ -106,7 +115,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"features? .{0,20}(?:missing|expected)|schema"),
         ("data_corrupt", ["fix_data_file"], 0.45,
          r"json ?decode|decode error|can't decode|parse error|arrow|corrupt|malformed|unterminated|expecting value|"
-         r"invalid (?:json|utf|byte|start byte)"),
+         r"invalid (?:json|utf|byte|start byte)|cannot identify image|image file is truncated|crc check|"
+         r"not a gzip|bad zip|unexpected end of (?:data|file|stream)"),
         ("data_pipeline", ["fix_data_file", "fix_config"], 0.4,
          r"num_samples=0|empty dataset|dataset is empty|tokeniz|chat.?template|collat|padding|truncation|"
          r"sequence length|max_length|max_seq|dataset|sample"),
@@ -142,6 +152,8 @@ def explain(
     if not exception or exception in _CASCADE:
         return None
     message = message or ""
+    if REraised.match(message):
+        message = ""
     # Python's attribute machinery raises on behalf of the caller: `obj.generate` on a DDP wrapper
     # fails in torch's Module.__getattr__, but the bug is the line that asked for it
     while frames and frames[-1].get("function", "").rsplit(".", 1)[-1] in _ON_BEHALF:

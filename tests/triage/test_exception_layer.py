@@ -221,3 +221,15 @@ def test_a_damaged_tar_shard_read_in_a_worker_is_corrupt_data(tmp_path):
     )
     assert result.category == "data_corrupt"
     assert result.fixes[0]["kind"] == "fix_data_file"
+
+
+@pytest.mark.parametrize(
+    "key, frames, category",
+    [
+        ("'ground_truth'", [{"file": "/opt/rl/workers/reward/naive.py", "line": 40, "function": "__call__"}], "data_schema"),
+        ("'user'", [{"file": "/srv/proj/src/pkg/data/aligner.py", "line": 12, "function": "<module>"}], "data_schema"),
+        ("'optimizer_state'", [{"file": "/srv/proj/train.py", "line": 90, "function": "resume"}], "code_bug"),
+    ],
+)
+def test_a_keyerror_naming_a_dataset_field_or_raised_in_a_data_module_is_the_data(key, frames, category):
+    assert exceptions.classify("KeyError", key, frames)[0] == category

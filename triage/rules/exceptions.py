@@ -17,7 +17,16 @@ import re
 
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
-    r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align_",
+    r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
+    r"[/\\](?:data|datasets?)[/\\]",
+    re.IGNORECASE,
+)
+# the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
+# a record without the field the recipe reads
+_DATASET_KEY = re.compile(
+    r"^'(?:conversations?|messages|prompt|chosen|rejected|completion|response|instruction|input|output|text|"
+    r"query|question|answer|solution|ground_truth|reward_model|data_source|extra_info|system|history|"
+    r"user|assistant|human|gpt|role|content|from|value|image|images|video|audio|label|labels|tools)'$",
     re.IGNORECASE,
 )
 _SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\")
@@ -185,7 +194,7 @@ def explain(
     signature = _signature_change(exception, message, frames)
     if signature is not None:
         return signature
-    if exception == "KeyError" and in_data:
+    if exception == "KeyError" and (in_data or _DATASET_KEY.match(message.strip())):
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError") and _loads_checkpoint(message, frames):
         return "model_load", ["fix_path"], 0.5, f"a {exception} while loading a model or checkpoint"

@@ -233,3 +233,20 @@ def test_a_damaged_tar_shard_read_in_a_worker_is_corrupt_data(tmp_path):
 )
 def test_a_keyerror_naming_a_dataset_field_or_raised_in_a_data_module_is_the_data(key, frames, category):
     assert exceptions.classify("KeyError", key, frames)[0] == category
+
+
+@pytest.mark.parametrize(
+    "message, frames, category",
+    [
+        ("You have set `args.eval_strategy` to steps but you didn't pass an `eval_dataset` to `Trainer`. "
+         "Either set `args.eval_strategy` to `no` or pass an `eval_dataset`.",
+         [{"file": "/venv/lib/python3.11/site-packages/transformers/trainer.py", "line": 9, "function": "__init__"}],
+         "config_invalid"),
+        ("lr_warmup cannot exceed the schedule",
+         [{"file": "/srv/recipes/cfg.py", "line": 9, "function": "__post_init__"}], "config_invalid"),
+        ("invalid literal for int() with base 10: 'abc'",
+         [{"file": "/srv/recipes/data.py", "line": 9, "function": "collate_batch"}], "data_pipeline"),
+    ],
+)
+def test_argument_checks_are_config_errors(message, frames, category):
+    assert exceptions.classify("ValueError", message, frames)[0] == category

@@ -28,12 +28,16 @@ CASES = [
      "model_load.corrupt_checkpoint", "model_load"),
     ("RuntimeError: Error(s) in loading state_dict for PeftModel: size mismatch for base_model.layers.0.lora_A.weight",
      "model_load.state_dict", "model_load"),
+    ("safetensors_rust.SafetensorError: Error while serializing: I/O error: File too large (os error 27)",
+     "storage.io_error", "storage"),
+    ("OSError: [Errno 30] Read-only file system: '/models/cache/tmp_x1'", "storage.read_only", "storage"),
 ]
 NEAR_MISSES = [
     "INFO: all tensors are on the same device cuda:0",
     "Loading template qwen2 from the registry",
     "creating shared memory pool for the dataloader",
     "the process group was initialized with backend nccl",
+    "mounting /models read-only for the evaluation workers",
 ]
 
 

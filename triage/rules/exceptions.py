@@ -118,7 +118,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
-         r"make sure (?:you|to|that)"),
+         r"make sure (?:you|to|that)|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
+         r"\byou (?:have )?set `?[\w.]+`? to\b"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
          r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
          r"features? .{0,20}(?:missing|expected)|schema"),
@@ -202,6 +203,11 @@ def explain(
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
     if exception == "PermissionError":
         return "storage", ["fix_path"], 0.45, "the exception class PermissionError"
+    if exception in ("ValueError", "AssertionError") and frames and _VALIDATING.search(
+        str(frames[-1].get("function", ""))
+    ):
+        return ("config_invalid", ["fix_config"], 0.45,
+                f"a {exception} raised by an argument check ({frames[-1].get('function')})")
     keyword = _by_keywords(message)
     if keyword is not None:
         category, fixes, weight, words = keyword
@@ -233,6 +239,8 @@ _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
 )
+# functions that check arguments or configs before anything runs
+_VALIDATING = re.compile(r"^(?:__post_init__|_?validate\w*|_?check_(?:args|arguments|config|params)\w*|verify_args)$")
 _LIBRARY_ATTRIBUTE = re.compile(r"^'(?!NoneType|str|int|float|list|dict|tuple)[A-Z]\w+' object has no attribute")
 
 

@@ -30,11 +30,22 @@ RULES = [
         "storage.io_error",
         "storage",
         ROOT,
-        ["Input/output error", "Errno 5", "Read-only file system", "Stale file"],
-        r"Input/output error|\[Errno 5\]|Read-only file system|Stale file handle",
+        ["Input/output error", "Errno 5", "Stale file", "I/O error", "File too large", "os error"],
+        r"Input/output error|\[Errno (?:5|27)\]|Stale file handle|\bI/O error\b|"
+        r"File too large|\(os error (?:5|27|30)\)",
         ["free_disk", "fix_path"],
-        0.8,
+        0.88,  # above an unreadable checkpoint: a write that the filesystem refused says why it is unreadable
         "the filesystem returned an I/O error",
+    ),
+    rule(
+        "storage.read_only",
+        "storage",
+        ROOT,
+        ["Read-only file system", "Errno 30", "EROFS"],
+        r"Read-only file system|\[Errno 30\]|\bEROFS\b",
+        ["fix_path"],
+        0.88,
+        "the job writes to a read-only mount: point the output, cache or checkpoint path at a writable one",
     ),
     rule(
         "storage.permission",

@@ -10,7 +10,7 @@ from triage import decorations, grepscan, launchers, rules, timestamps
 from triage.collected import Collected, Hit
 from triage.errorfiles import read_error_file
 from triage.progress import PHASE_LOADING, record_progress
-from triage.ranks import mentioned_rank, split_prefix
+from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_prefix
 from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
 from triage.sources import Source
@@ -147,12 +147,18 @@ class Collector:
             out.prefix_styles.add(prefixed.style)
         body = prefixed.text
         core = decorations.core(body)
-        if prefixed.rank is None and core is not body and "[" in core[:12]:
-            # "2024-05-01 10:00:00 [rank1]: ..." / a bar glued before "[rank1]:": the rank follows the decorations
-            inner = split_prefix(core)
-            if inner.rank is not None:
+        if prefixed.rank is None and core is not body:
+            # "2024-05-01 10:00:00 [rank1]: ..." / a bar glued before "[rank1]:" / "[time] rank=3 | ...": the
+            # rank follows the decorations; or a logger put it among them ("10:00:00 [RANK 2] ERROR ...")
+            inner = split_prefix(core) if ("[" in core[:12] or "ank" in core[:8]) else None
+            if inner is not None and inner.rank is not None:
                 prefixed, core = inner, decorations.core(inner.text)
                 out.prefix_styles.add(inner.style)
+            elif body.endswith(core):
+                named = rank_in_decorations(body[: len(body) - len(core)])
+                if named is not None:
+                    prefixed = Prefixed(rank=named, host=prefixed.host, text=prefixed.text, style="logger")
+                    out.prefix_styles.add("logger")
         if prefixed.rank is None and rank_hint is None and "terminated with the following" in core:
             # torch.multiprocessing.spawn re-raises a child's traceback under "-- Process N terminated ...":
             # the process index is the rank for what follows

@@ -97,6 +97,17 @@ def split_prefix(line: str) -> Prefixed:
     return Prefixed(rank=rank, host=host, text=text, style=style)
 
 
+_IN_DECORATIONS = re.compile(r"\[\s?rank[:=\s]?\s?(\d{1,6})\s?\]|\brank[=:\s_]?(\d{1,6})\b", re.I)
+
+
+def rank_in_decorations(head: str) -> int | None:
+    """A rank named among what a logger printed before the message ("2024-05-01 10:00 [RANK 2] ERROR")."""
+    if "ank" not in head and "ANK" not in head:
+        return None
+    match = _IN_DECORATIONS.search(head)
+    return int(match.group(1) or match.group(2)) if match else None
+
+
 def mentioned_rank(text: str) -> int | None:
     match = MENTION.search(text)
     if not match:

@@ -169,3 +169,39 @@ def test_the_kernels_oom_victim_is_found_by_the_pid_the_launcher_spawned(tmp_pat
     )
     result = diagnose([log]).to_dict()
     assert (result["category"], result["failing_rank"]) == ("host_oom", 0)
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2024-05-01 12:00:01,001 [RANK {r}] ERROR ",
+        "[2024-05-01 12:00:00] rank={r} | ",
+        "INFO 2024-05-01 12:00:00 rank{r}: ",
+    ],
+)
+def test_a_rank_a_logger_printed_among_its_decorations_is_that_rank(tmp_path, prefix):
+    lines = [
+        prefix.format(r=0) + "step 10 loss 1.22",
+        prefix.format(r=2) + "Traceback (most recent call last):",
+        prefix.format(r=2) + '  File "/srv/t.py", line 10, in <module>',
+        prefix.format(r=2) + "    main()",
+        prefix.format(r=2) + "ZeroDivisionError: division by zero",
+    ]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")])
+    assert result.failing_rank == 2
+    assert result.root_cause.exception == "ZeroDivisionError"
+
+
+def test_a_launcher_killing_children_after_an_ordinary_exit_is_not_a_memory_kill(tmp_path):
+    """DeepSpeed kills the other children after one exits with code 1: that child raised a Python
+    error the excerpt does not hold, so nothing here says host memory."""
+    lines = [
+        "[2024-05-01 12:00:00,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4411",
+        "[2024-05-01 12:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+        "'train.py', '--local_rank=3', '--deepspeed', 'ds.json'] exits with return code = 1",
+    ]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")])
+    assert result.category != "host_oom"
+    assert result.failing_rank == 3
+    killed = diagnose([write(tmp_path / "killed.log", "\n".join(lines).replace("code = 1", "code = -9") + "\n")])
+    assert killed.category == "host_oom"

@@ -41,7 +41,9 @@ _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{4} |^\[W ")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
-    r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ "
+    r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ |"
+    # separators and the footers tools print after a traceback (an IDE's exit line, Hydra's hint)
+    r"[=\-*#~_]{5,}|Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR"
 )
 _LAUNCHER_LINE = re.compile(
     r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"

@@ -250,3 +250,34 @@ def test_a_keyerror_naming_a_dataset_field_or_raised_in_a_data_module_is_the_dat
 )
 def test_argument_checks_are_config_errors(message, frames, category):
     assert exceptions.classify("ValueError", message, frames)[0] == category
+
+
+@pytest.mark.parametrize(
+    "exception, message",
+    [
+        ("ConfigAttributeError", "Key 'peft_scheme' is not in struct"),
+        ("MisconfigurationException", "You requested gpu: [0, 1, 2, 3] But your machine only has: [0, 1]"),
+        ("ValidationError", "1 validation error for AxolotlConfig micro_batch_size field required"),
+        ("ValueError", "The model's max seq len (8192) is larger than the KV cache can hold (4096). "
+                       "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`."),
+    ],
+)
+def test_config_libraries_errors_and_try_changing_advice_are_config_errors(exception, message):
+    frames = [{"file": "/opt/env/lib/python3.10/site-packages/somelib/core.py", "line": 3, "function": "build"}]
+    assert exceptions.classify(exception, message, frames)[0] == "config_invalid"
+
+
+def test_a_tools_footer_after_a_traceback_is_not_part_of_the_message(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/run.py", line 5, in main\n'
+        "    check(cfg)\n"
+        "AssertionError: train_batch_size 10 should be divisible by micro_batch 4\n"
+        "\n"
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+        "==========================================================\n"
+        "Process finished with exit code 1\n"
+    )
+    result = diagnose([log])
+    assert result.root_cause.message == "train_batch_size 10 should be divisible by micro_batch 4"

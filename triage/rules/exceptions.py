@@ -63,6 +63,11 @@ _DATA_CORRUPT = {
 # are about where it was caught, not what went wrong
 REraised = re.compile(r"^Caught \w+ in (?:DataLoader worker process|replica) \d+")
 _VERSION = {"ImportError", "ModuleNotFoundError"}
+# config libraries' own errors (omegaconf/Hydra, pydantic-validated configs, Lightning's misconfiguration)
+_CONFIG_CLASS = re.compile(
+    r"^(?:Config\w*Error|Misconfiguration\w*|MissingMandatoryValue|InterpolationResolutionError|"
+    r"InterpolationKeyError|ConfigCompositionException|ValidationError|InvalidConfig\w*)$"
+)
 _CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError"}
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
@@ -118,7 +123,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
-         r"make sure (?:you|to|that)|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
+         r"make sure (?:you|to|that)|\btry (?:increasing|decreasing|reducing|lowering|raising|setting)\b|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
          r"\byou (?:have )?set `?[\w.]+`? to\b"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
          r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
@@ -179,6 +184,8 @@ def explain(
                 "a chat template rejected a conversation (TemplateError)")
     if exception in ("TemplateSyntaxError", "UndefinedError"):
         return "data_pipeline", ["fix_config"], 0.5, f"the chat template itself is broken ({exception})"
+    if _CONFIG_CLASS.match(exception):
+        return "config_invalid", ["fix_config"], 0.55, f"the exception class {exception}"
     if exception in _DATA_CORRUPT:
         return "data_corrupt", ["fix_data_file"], 0.6, f"the exception class {exception}"
     if exception == "OutOfMemoryError" or (exception == "MemoryError" and "cuda" in message.lower()):

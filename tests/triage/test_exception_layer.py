@@ -281,3 +281,22 @@ def test_a_tools_footer_after_a_traceback_is_not_part_of_the_message(tmp_path):
     )
     result = diagnose([log])
     assert result.root_cause.message == "train_batch_size 10 should be divisible by micro_batch 4"
+
+
+def test_a_rank_waiting_for_the_communicator_id_yields_to_the_rank_that_never_posted_it(tmp_path):
+    waiting = (
+        "[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout"
+    )
+    alone = tmp_path / "alone.log"
+    alone.write_text(waiting + "\n")
+    assert diagnose([alone]).category == "rendezvous"
+    both = tmp_path / "both.log"
+    both.write_text(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/srv/train.py", line 12, in setup\n'
+        "[rank0]:     ratio = total / count\n"
+        "[rank0]: ZeroDivisionError: division by zero\n" + waiting + "\n"
+    )
+    result = diagnose([both])
+    assert (result.category, result.failing_rank) == ("code_bug", 0)

@@ -99,6 +99,10 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"address already in use|eaddrinuse|rendezvous|master_addr|master_port|tcpstore|"
          r"name or service not known|name does not resolve|can't resolve|connection refused|no route to host|"
          r"nodename nor servname|failed to (?:connect|bind)"),
+        # a rank waiting at communicator setup for an id another rank never posted: the job did not form
+        # (weak: when the rank that never posted raised something, that is the cause)
+        ("rendezvous", ["fix_rendezvous", "increase_timeout"], 0.3,
+         r"ncclUniqueId|c10d key-value store|store->get|socket timeout"),
         ("storage", ["free_disk", "fix_path"], 0.5,
          r"no space left|disk quota|read-only file system|input/output error|errno 28|errno 122"),
         ("numerical", ["fix_numerics"], 0.5,
@@ -164,9 +168,17 @@ def explain(
     exception: str, message: str, frames: list[dict], full_name: str | None = None
 ) -> tuple[str, list[str], float, str] | None:
     """classify() plus the basis of the answer, in words."""
-    if not exception or exception in _CASCADE:
+    if not exception or (exception in _CASCADE and exception != "DistBackendError"):
         return None
     message = message or ""
+    if exception == "DistBackendError":
+        # the process group's own error: usually a restatement of another rank's failure, so only what
+        # its message says (a communicator that never formed, a timeout) classifies it, with a low weight
+        keyword = _by_keywords(message)
+        if keyword is None or keyword[0] not in ("rendezvous", "nccl_timeout"):
+            return None
+        category, fixes, _weight, words = keyword
+        return category, fixes, 0.3, f"the message keywords {words!r}"
     if REraised.match(message):
         message = ""
     # Python's attribute machinery raises on behalf of the caller: `obj.generate` on a DDP wrapper

@@ -55,6 +55,15 @@ def _frame_index(collected: Collected) -> dict[tuple[str, int], Traceback]:
     return index
 
 
+def _whole_chain_frames(tb: Traceback) -> list[dict]:
+    """The frames of a traceback and of the exception it re-raised or was raised from."""
+    frames, link, hops = list(tb.frames), tb, 0
+    while link.previous is not None and hops < 20:
+        link, hops = link.previous, hops + 1
+        frames = list(link.frames) + frames
+    return frames
+
+
 def _only_ordinary_exits(collected: Collected) -> bool:
     """The launcher saw its children exit, and every exit was a plain non-zero code (a Python error),
     none a signal, not SIGTERM's own code either (143 / -15 are the launcher's clean-up)."""
@@ -85,11 +94,14 @@ def candidates(collected: Collected) -> list[Candidate]:
             tb = by_frame.get((hit.source, hit.line))
             if tb is not None and tb.exception is not None:
                 weight *= HINT_UNDER_EXCEPTION
+        category, fixes = hit.rule.category, list(hit.rule.fixes)
+        if hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):
+            category, fixes = hit.rule.reading_data[0], list(hit.rule.reading_data[1])
         out.append(
             Candidate(
-                hit.rule.category,
+                category,
                 weight,
-                list(hit.rule.fixes),
+                fixes,
                 hit.rule.id,
                 hit.rule.summary,
                 hit.rank,

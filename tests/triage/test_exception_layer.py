@@ -300,3 +300,44 @@ def test_a_rank_waiting_for_the_communicator_id_yields_to_the_rank_that_never_po
     )
     result = diagnose([both])
     assert (result.category, result.failing_rank) == ("code_bug", 0)
+
+
+def test_a_job_runners_task_name_before_a_rank_prefix_is_peeled(tmp_path):
+    log = tmp_path / "run.log"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/opt/proj/recipes/data/jsonl.py", line 40, in __init__',
+        "    raise FileNotFoundError(f'Data file not found: {fn}')",
+        "FileNotFoundError: Data file not found: /mnt/corpora/chat/train.jsonl",
+    ]
+    log.write_text("".join(f"sft_job/0 [default1]:{line}\n" for line in lines))
+    result = diagnose([log])
+    assert result.root_cause.exception == "FileNotFoundError"
+    assert result.failing_rank == 1
+    # raised while reading the training data: the data's path, not the storage
+    assert result.category == "data_pipeline"
+    assert result.fixes[0]["kind"] == "fix_path"
+
+
+def test_an_unreadable_file_in_a_datasets_getitem_is_a_damaged_shard_not_a_checkpoint(tmp_path):
+    frames = [
+        '  File "/opt/py/site-packages/torch/utils/data/_utils/fetch.py", line 52, in fetch',
+        "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+        '  File "/srv/job/shards.py", line 63, in __getitem__',
+        "    return torch.load(self.paths[i])",
+        '  File "/opt/py/site-packages/torch/serialization.py", line 1360, in load',
+        "    return _legacy_load(opened_file, map_location, pickle_module, **pickle_load_args)",
+    ]
+    log = tmp_path / "run.log"
+    log.write_text("Traceback (most recent call last):\n" + "\n".join(frames) + "\n_pickle.UnpicklingError: invalid load key, '\\x00'.\n")
+    assert diagnose([log]).category == "data_corrupt"
+    checkpoint = tmp_path / "ckpt.log"
+    checkpoint.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/job/train.py", line 20, in main\n'
+        "    model.load_state_dict(torch.load(args.resume))\n"
+        '  File "/opt/py/site-packages/torch/serialization.py", line 1360, in load\n'
+        "    return _legacy_load(opened_file)\n"
+        "_pickle.UnpicklingError: invalid load key, '\\x00'.\n"
+    )
+    assert diagnose([checkpoint]).category == "model_load"

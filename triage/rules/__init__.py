@@ -33,6 +33,9 @@ class Rule:
     facts: Callable[[re.Match], dict] | None = None
     ignore_case: bool = False
     sampled: bool = False  # too frequent for the prefilter (NCCL INFO): seen through the scanner's samples
+    # (category, fixes) the same failure means when its traceback was reading training data, not a model
+    # (an unreadable file inside a Dataset's __getitem__ is a damaged data shard, not a damaged checkpoint)
+    reading_data: tuple[str, tuple[str, ...]] | None = None
 
     def match(self, text: str) -> re.Match | None:
         haystack = text.lower() if self.ignore_case else text
@@ -78,6 +81,7 @@ def rule(
     facts=None,
     flags=0,
     sampled=False,
+    reading_data=None,
 ) -> Rule:
     ignore = bool(flags & re.IGNORECASE)
     return Rule(
@@ -92,6 +96,7 @@ def rule(
         facts=facts,
         ignore_case=ignore,
         sampled=sampled,
+        reading_data=(reading_data[0], tuple(reading_data[1])) if reading_data else None,
     )
 
 

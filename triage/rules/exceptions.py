@@ -156,6 +156,16 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
 ]
 
 
+_MODEL_LOADING = re.compile(r"from_pretrained|load_state_dict|load_checkpoint|_load_pretrained|load_model|load_adapter")
+
+
+def reading_data(frames: list[dict]) -> bool:
+    """The traceback runs through a dataset's reading code (a DataLoader fetch, __getitem__, a data module)
+    and not through model or checkpoint loading."""
+    names = [str(frame.get("function", "")) + " " + str(frame.get("file", "")) for frame in frames]
+    return any(_DATA_FRAMES.search(name) for name in names) and not any(_MODEL_LOADING.search(name) for name in names)
+
+
 def classify(
     exception: str, message: str, frames: list[dict], full_name: str | None = None
 ) -> tuple[str, list[str], float] | None:

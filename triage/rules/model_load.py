@@ -90,5 +90,6 @@ RULES = [
         ["fix_path", "pin_versions"],
         0.85,
         "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",
+        reading_data=("data_corrupt", ["fix_data_file"]),
     ),
 ]

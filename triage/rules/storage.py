@@ -66,6 +66,7 @@ RULES = [
         ["fix_path"],
         0.5,
         "a file or folder the job needs does not exist",
+        reading_data=("data_pipeline", ["fix_path", "fix_data_file"]),
     ),
     rule(
         "storage.checkpoint_frames",

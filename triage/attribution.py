@@ -62,7 +62,7 @@ def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:
     if "host" in collected.prefix_styles or any(item.host for item in launcher.exits):
         return None  # several nodes: a launcher's local rank does not name a global one
     for item in _own_exits(launcher):
-        if _exit_rank(item) is None or item.root_cause_block:
+        if _exit_rank(item) is None or item.root_cause_block or item.rank_is_a_guess:
             continue
         if item.source != winner.source:
             return None

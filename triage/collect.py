@@ -9,6 +9,7 @@ import re
 from triage import decorations, grepscan, launchers, rules, timestamps
 from triage.collected import Collected, Hit
 from triage.errorfiles import read_error_file
+from triage.launchers import composer
 from triage.progress import PHASE_LOADING, record_progress
 from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_prefix
 from triage.rules import CASCADE, HINT, exceptions
@@ -21,6 +22,7 @@ MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
 EXTRA_LITERALS = (
     HEADER,
+    *composer.BLOCK_LITERALS,
     'File "',
     "Error",
     "Exception",
@@ -167,6 +169,14 @@ class Collector:
             spawned = _SPAWNED.search(core)
             if spawned:
                 self._spawn_rank[source] = int(spawned.group(1))
+        if prefixed.rank is None and rank_hint is None and "ank " in core[:40]:
+            block = composer.block_rank(core)
+            if block is not None:
+                # a supervisor's "Begin global rank N STDERR" ... "End ..." block: the rank of what is inside
+                if block[0] == "begin":
+                    self._spawn_rank[source] = block[1]
+                else:
+                    self._spawn_rank.pop(source, None)
         rank = prefixed.rank if prefixed.rank is not None else rank_hint
         if rank is None:
             rank = self._spawn_rank.get(source)

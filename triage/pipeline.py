@@ -15,8 +15,8 @@ from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
-from triage.sources import open_sources
 from triage.progress import phase_of_frames
+from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
 from triage.timeline import rank_statuses
 

@@ -205,3 +205,43 @@ def test_a_launcher_killing_children_after_an_ordinary_exit_is_not_a_memory_kill
     assert result.failing_rank == 3
     killed = diagnose([write(tmp_path / "killed.log", "\n".join(lines).replace("code = 1", "code = -9") + "\n")])
     assert killed.category == "host_oom"
+
+
+def test_a_supervisors_per_rank_output_blocks_name_the_rank(tmp_path):
+    """Launchers that dump each child's output after the job ("Begin global rank N STDERR") and report
+    exits by global rank: the traceback inside rank 4's block is rank 4's."""
+    lines = [
+        "ERROR:composer.cli.launcher:Rank 4 crashed with exit code 1.",
+        "Global rank 4 (PID 3304) exited with code 1",
+        "----------Begin global rank 4 STDERR----------",
+        "Traceback (most recent call last):",
+        '  File "/srv/train.py", line 30, in <module>',
+        "    main()",
+        "ZeroDivisionError: division by zero",
+        "----------End global rank 4 STDERR----------",
+        "Global rank 0 (PID 3300) exited with code -15",
+        "Traceback (most recent call last):",
+        '  File "/opt/launcher.py", line 9, in <module>',
+        "    sys.exit(main())",
+        "RuntimeError: one or more processes failed",
+    ]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")])
+    assert result.failing_rank == 4
+    assert result.root_cause.exception == "ZeroDivisionError"
+
+
+def test_deepspeeds_last_spawned_command_does_not_overrule_a_ranks_own_error(tmp_path):
+    """DeepSpeed's launcher prints the LAST spawned command ('--local_rank=7') beside the return code of
+    whichever child ended: rank 0's own PermissionError decides; pdsh's 'ssh exited' is a consequence."""
+    lines = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/usr/lib/python3.10/os.py", line 225, in makedirs',
+        "[rank0]:     mkdir(name, mode)",
+        "[rank0]: PermissionError: [Errno 13] Permission denied: '/mnt/share/ckpt/checkpoint-500'",
+        "[2026-12-01 02:41:14,902] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 90011",
+        "[2026-12-01 02:41:15,330] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', "
+        "'train.py', '--local_rank=7'] exits with return code = 1",
+        "pdsh@node-a: node-a: ssh exited with exit code 1",
+    ]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")])
+    assert (result.category, result.failing_rank) == ("storage", 0)

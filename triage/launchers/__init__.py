@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from triage.launchers import accelerate, deepspeed, mpirun, slurm, spawn, torchrun
+from triage.launchers import accelerate, composer, deepspeed, mpirun, slurm, spawn, torchrun
 
-PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm)
+PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm, composer)
 LITERALS: tuple[str, ...] = tuple(lit for parser in PARSERS for lit in parser.LITERALS)
 
 SIGNALS = {
@@ -37,6 +37,10 @@ class RankExit:
     text: str = ""
     root_cause_block: bool = False
     error_file: str | None = None
+    # DeepSpeed's launcher prints the command of the LAST process it spawned beside the return code of the
+    # one that ended, so the local rank on that line is a guess: good when nothing else names a rank,
+    # never enough to overrule a rank's own error
+    rank_is_a_guess: bool = False
 
 
 @dataclass

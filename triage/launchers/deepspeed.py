@@ -58,7 +58,7 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         facts.world_size = int(next(group for group in match.groups() if group))
     match = _RETURN.search(text)
     if match:
-        _add_exit(facts, text, source, lineno, int(match.group(1)), host=facts.state.get("current_host"))
+        _add_exit(facts, text, source, lineno, int(match.group(1)), host=facts.state.get("current_host"), guess=True)
         facts.saw("deepspeed")
         return 0
     match = _DIED.search(text)
@@ -73,7 +73,9 @@ def feed(facts, source: str, lineno: int, text: str, rank):
     return 0
 
 
-def _add_exit(facts, text: str, source: str, lineno: int, exit_code: int, *, signal=None, host=None) -> None:
+def _add_exit(
+    facts, text: str, source: str, lineno: int, exit_code: int, *, signal=None, host=None, guess=False
+) -> None:
     """A launcher line that reports one local process's end (its global rank is resolved later)."""
     from triage.launchers import RankExit  # the package imports this module
 
@@ -88,5 +90,6 @@ def _add_exit(facts, text: str, source: str, lineno: int, exit_code: int, *, sig
             line=lineno,
             text=text.strip()[:400],
             host=host,
+            rank_is_a_guess=guess,
         )
     )

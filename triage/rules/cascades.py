@@ -25,12 +25,13 @@ RULES = [
             "closing signal",
             "SIGTERM",
             "Connection refused",
+            "ssh exited with exit code",
         ],
         r"Connection closed by peer|Connection reset by peer|remote worker crash|remote process exit|Broken pipe|"
         r"ncclRemoteError|"
         r"communicator was aborted|ProcessGroup\w* is aborted|Received \d+ death signal|"
         r"taking the entire process down|Some NCCL operations have failed|ChildFailedError|closing signal SIG|"
-        r"SIGTERM|Connection refused",
+        r"SIGTERM|Connection refused|pdsh@\S+: \S+: ssh exited with exit code",
         (),
         0.0,
         "a consequence of another rank's failure",

@@ -50,9 +50,11 @@ RULES = [
         "rendezvous.ssh",
         "rendezvous",
         ROOT,
-        ["ssh", "pdsh"],
+        ["ssh", "Could not resolve hostname", "Host key verification"],
+        # ("pdsh@a: b: ssh exited with exit code 1" is not here: pdsh says it whenever the remote command
+        # failed, which is a consequence; it is a cascade line)
         r"not reachable via ssh|ssh: connect to host|Permission denied \(publickey|Could not resolve hostname|"
-        r"Host key verification failed|pdsh@\S+: \S+: ssh exited",
+        r"Host key verification failed",
         ["fix_rendezvous"],
         0.8,
         "the multi-node launcher could not reach another node over ssh",

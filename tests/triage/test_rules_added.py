@@ -31,6 +31,8 @@ CASES = [
     ("safetensors_rust.SafetensorError: Error while serializing: I/O error: File too large (os error 27)",
      "storage.io_error", "storage"),
     ("OSError: [Errno 30] Read-only file system: '/models/cache/tmp_x1'", "storage.read_only", "storage"),
+    ("ValueError: The checkpoint you are trying to load has model type `zephyr9` but Transformers does not "
+     "recognize this architecture.", "versions.architecture_unknown", "version_mismatch"),
 ]
 NEAR_MISSES = [
     "INFO: all tensors are on the same device cuda:0",

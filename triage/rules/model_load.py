@@ -11,12 +11,11 @@ RULES = [
         ROOT,
         [
             "does not exist or is not currently imported",
-            "does not recognize this architecture",
             "Unrecognized model",
             "Unrecognized configuration",
         ],
         r"(?:Tokenizer|Model|Config)? ?class \w+ does not exist or is not currently imported|"
-        r"does not recognize this architecture|Unrecognized (?:model|configuration class)",
+        r"Unrecognized (?:model|configuration class)",
         ["pin_versions"],
         0.9,
         "the installed transformers does not know this model's classes",

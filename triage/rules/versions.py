@@ -19,6 +19,18 @@ def _flags(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "versions.architecture_unknown",
+        "version_mismatch",
+        ROOT,
+        ["does not recognize this architecture"],
+        # transformers' own words: "has model type `x` but Transformers does not recognize this architecture
+        # ... or because your version of Transformers is out of date" (a model newer than the install)
+        r"does not recognize this architecture",
+        ["pin_versions"],
+        0.9,
+        "the checkpoint's model type is newer than the installed transformers",
+    ),
+    rule(
         "versions.bitsandbytes_setup",
         "version_mismatch",
         ROOT,

@@ -21,7 +21,10 @@ CONFIRMED_BONUS = 0.15  # another line of the same category confirms it (the ker
 SIGKILL_WEIGHT = 0.55
 
 
-_WRAPPERS = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit"}
+# launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
+# ProcessExitedException carry the child's traceback or exit in their message)
+_WRAPPERS = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "ProcessRaisedException",
+             "ProcessExitedException"}
 
 
 @dataclass

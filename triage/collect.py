@@ -227,7 +227,7 @@ class Collector:
             follow = max(follow, 40)
         inside_body = was_open and assembler.open
         self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core)
-        if PHASE_LOADING.search(body) and track is not None:
+        if PHASE_LOADING.search(body) and track is not None and track.phase is None:
             track.phase = "loading"
         return follow
 

@@ -38,10 +38,15 @@ def record_progress(out: Collected, source: str, lineno: int, raw: bytes, rank_h
         track.last_progress = item
     # a bar redrawn with carriage returns keeps its earlier frames on the same line, and a traceback
     # printed right after a bar ends up behind its last '\r': the phase is that of the last frame saying one
+    # a phase only moves forward: another node's (or file's) loading lines, read later, do not undo the
+    # training this rank had reached
     for segment in _frames(raw, prefixed.text):
         phase = phase_of(segment)
-        if phase is not None:
+        if phase is not None and _FURTHER.get(phase, 0) >= _FURTHER.get(track.phase, -1):
             track.phase = phase
+
+
+_FURTHER = {"loading": 0, "data": 1, "training": 2}
 
 
 def phase_of(text: str) -> str | None:

@@ -341,3 +341,42 @@ def test_an_unreadable_file_in_a_datasets_getitem_is_a_damaged_shard_not_a_check
         "_pickle.UnpicklingError: invalid load key, '\\x00'.\n"
     )
     assert diagnose([checkpoint]).category == "model_load"
+
+
+def test_mp_spawns_process_raised_exception_yields_to_the_childs_traceback(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/job/train.py", line 300, in <module>\n'
+        "    mp.spawn(train, nprocs=3, join=True)\n"
+        '  File "/opt/py/site-packages/torch/multiprocessing/spawn.py", line 211, in join\n'
+        "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+        "torch.multiprocessing.spawn.ProcessRaisedException: \n"
+        "\n"
+        "-- Process 2 terminated with the following error:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/job/train.py", line 111, in read_rows\n'
+        "    for line in f:\n"
+        '  File "/usr/lib/python3.11/gzip.py", line 518, in read\n'
+        '    raise EOFError("Compressed file ended before the "\n'
+        "EOFError: Compressed file ended before the end-of-stream marker was reached\n"
+    )
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception, result.failing_rank) == ("data_corrupt", "EOFError", 2)
+
+
+@pytest.mark.parametrize(
+    "message, category",
+    [
+        ("The `metric_for_best_model` training argument is set to 'eval_acc', which is not found in the "
+         "evaluation metrics. The available evaluation metrics are: ['eval_loss', 'eval_samples_per_second']",
+         "config_invalid"),
+        ("[enforce fail at gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 4 vs 2. Received "
+         "data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
+         "code_bug"),
+    ],
+)
+def test_messages_that_name_their_cause(tmp_path, message, category):
+    log = tmp_path / "run.log"
+    log.write_text(f"RuntimeError: {message}\n")
+    assert diagnose([log]).category == category

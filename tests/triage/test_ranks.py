@@ -245,3 +245,41 @@ def test_deepspeeds_last_spawned_command_does_not_overrule_a_ranks_own_error(tmp
     ]
     result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")])
     assert (result.category, result.failing_rank) == ("storage", 0)
+
+
+def test_a_second_nodes_local_rank_is_named_globally_by_its_root_cause_block(tmp_path):
+    """Node 1's agent logs 'failed (exitcode: -9) local_rank: 0 (pid: P)' and then a Root Cause block
+    'rank: 1 (local_rank: 0)' for the same pid: the SIGKILLed process is global rank 1, not 0."""
+    node1 = "\n".join(
+        [
+            "E1201 11:40:05.214000 20905 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+            "(exitcode: -9) local_rank: 0 (pid: 20915) of binary: /usr/bin/python3",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+            "============================================================",
+            "train.py FAILED",
+            "------------------------------------------------------------",
+            "Root Cause (first observed failure):",
+            "[0]:",
+            "  time      : 2026-12-01_11:40:05",
+            "  host      : node-b",
+            "  rank      : 1 (local_rank: 0)",
+            "  exitcode  : -9 (pid: 20915)  (SIGKILL)",
+            "  error_file: <N/A>",
+            "  traceback : Signal 9 (SIGKILL) received by PID 20915",
+            "============================================================",
+        ]
+    )
+    node0 = "[rank0]: RuntimeError: Connection closed by peer [10.0.0.2]:45677\n"
+    result = diagnose([write(tmp_path / "node0.log", node0), write(tmp_path / "node1.log", node1 + "\n")])
+    assert (result.category, result.failing_rank) == ("host_oom", 1)
+
+
+def test_a_later_files_loading_lines_do_not_undo_the_training_another_file_reached(tmp_path):
+    node0 = "\n".join(["Loading weights: 100%|#####| 21/21 [00:00<00:00, 300.1it/s]",
+                       " 50%|#####     | 3/6 [00:00<00:00,  5.99it/s]",
+                       "[rank0]: RuntimeError: Connection closed by peer [10.0.0.2]:45677"])
+    node1 = "\n".join(["Loading weights: 100%|#####| 21/21 [00:00<00:00, 300.1it/s]",
+                       "E1201 11:40:05.214000 20905 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+                       "(exitcode: -9) local_rank: 0 (pid: 20915) of binary: /usr/bin/python3"])
+    result = diagnose([write(tmp_path / "node0.log", node0 + "\n"), write(tmp_path / "node1.log", node1 + "\n")])
+    assert result.fixes[0]["kind"] == "reduce_dataloader_workers"

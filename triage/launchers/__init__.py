@@ -70,7 +70,16 @@ class LauncherFacts:
         for host, count in slots:
             offsets[host] = total
             total += count
+        # the elastic agent's Root Cause block names the global rank of a pid its "failed ... local_rank: N
+        # (pid: P)" line gave only locally: on a second node local rank 0 is global rank nproc, not 0
+        by_pid = {
+            (item.source, item.pid): item.rank
+            for item in self.exits
+            if item.root_cause_block and item.rank is not None and item.pid is not None
+        }
         for item in self.exits:
+            if item.rank is None and item.pid is not None and (item.source, item.pid) in by_pid:
+                item.rank = by_pid[(item.source, item.pid)]
             if item.rank is None and item.local_rank is not None:
                 if item.host in offsets:
                     item.rank = offsets[item.host] + item.local_rank

@@ -20,8 +20,12 @@ RULES = [
         "code.collective_mismatch",
         "code_bug",
         ROOT,
-        ["mismatch between collectives", "Tensors must be CUDA and dense", "Tensors must be contiguous"],
-        r"Detected mismatch between collectives on ranks|Tensors must be CUDA and dense|Tensors must be contiguous",
+        ["mismatch between collectives", "Tensors must be CUDA and dense", "Tensors must be contiguous",
+         "collective mismatch", "doesn't match expected size"],
+        # gloo's own words when the ranks disagree on a tensor's size ("Received data size doesn't match
+        # expected size. Is there a distributed collective mismatch in your code?")
+        r"Detected mismatch between collectives on ranks|Tensors must be CUDA and dense|Tensors must be contiguous|"
+        r"distributed collective mismatch|Received data size doesn't match expected size",
         ["fix_code"],
         0.8,
         "the ranks did not call the same collective with the same kind of tensor (a rank-dependent branch, "

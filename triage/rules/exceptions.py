@@ -68,7 +68,8 @@ _CONFIG_CLASS = re.compile(
     r"^(?:Config\w*Error|Misconfiguration\w*|MissingMandatoryValue|InterpolationResolutionError|"
     r"InterpolationKeyError|ConfigCompositionException|ValidationError|InvalidConfig\w*)$"
 )
-_CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError"}
+_CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError",
+            "ProcessRaisedException", "ProcessExitedException"}
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
 WEIGHT = 0.3
@@ -128,17 +129,18 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
          r"make sure (?:you|to|that)|\btry (?:increasing|decreasing|reducing|lowering|raising|setting)\b|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
-         r"\byou (?:have )?set `?[\w.]+`? to\b"),
+         r"\byou (?:have )?set `?[\w.]+`? to\b|\b(?:training |launch )?argument `?\w*`? ?is set to\b"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
          r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
          r"features? .{0,20}(?:missing|expected)|schema"),
         ("data_corrupt", ["fix_data_file"], 0.45,
          r"json ?decode|decode error|can't decode|parse error|arrow|corrupt|malformed|unterminated|expecting value|"
          r"invalid (?:json|utf|byte|start byte)|cannot identify image|image file is truncated|crc check|"
-         r"not a gzip|bad zip|unexpected end of (?:data|file|stream)"),
+         r"not a gzip|bad zip|unexpected end of (?:data|file|stream)|ended before the end-of-stream|"
+         r"compressed file ended|ran out of input|truncated (?:file|archive|record|shard)"),
         ("data_pipeline", ["fix_data_file", "fix_config"], 0.4,
          r"num_samples=0|empty dataset|dataset is empty|tokeniz|chat.?template|collat|padding|truncation|"
-         r"sequence length|max_length|max_seq|dataset|sample"),
+         r"sequence length|max_length|max_seq|dataset|\bsamples?\b"),
     ]
 ]
 

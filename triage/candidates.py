@@ -145,6 +145,7 @@ def candidates(collected: Collected) -> list[Candidate]:
         )
     out.extend(_bare_candidates(collected, {(hit.source, hit.line) for hit in collected.hits}))
     out.extend(_signal_candidates(collected))
+    out.extend(_native_crash_candidates(collected))
     handled = _handled_tracebacks(collected)
     for candidate in out:
         if candidate.traceback is not None and id(candidate.traceback) in handled:
@@ -321,6 +322,38 @@ def _signal_candidates(collected: Collected) -> list[Candidate]:
                     {"exit_code": item.exit_code, "signal": "SIGKILL"},
                 )
             )
+    return out
+
+
+NATIVE_CRASH_WEIGHT = 0.5  # a signal with the script's own frame innermost: its call into native code
+
+
+def _native_crash_candidates(collected: Collected) -> list[Candidate]:
+    """A faulthandler stack (segfault, abort) whose innermost frame is the script's own code: the script
+    handed native code something it could not take (a ctypes call, a bad pointer or buffer). When the
+    innermost frame is a library's, nothing here says whose fault it is (left to the launcher's record)."""
+    out = []
+    for stack in collected.fault_stacks:
+        if not stack.frames or exceptions.library_file(stack.frames[0]["file"]):
+            continue
+        innermost = stack.frames[0]
+        out.append(
+            Candidate(
+                "code_bug",
+                NATIVE_CRASH_WEIGHT,
+                ["fix_code"],
+                "code.native_crash",
+                f"the process died of a {stack.signal.lower()} inside native code called from the script's own "
+                f"{innermost['function']} ({innermost['file'].rsplit('/', 1)[-1]}:{innermost['line']})",
+                stack.rank,
+                stack.source,
+                stack.line,
+                stack.text,
+                stack.seq,
+                stack.t,
+                {"signal": stack.signal, "frame": f"{innermost['file']}:{innermost['line']}"},
+            )
+        )
     return out
 
 

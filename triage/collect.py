@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from triage import decorations, grepscan, launchers, rules, timestamps
+from triage import decorations, faultstacks, grepscan, launchers, rules, timestamps
 from triage.collected import Collected, Hit
 from triage.errorfiles import read_error_file
 from triage.launchers import composer
@@ -22,6 +22,7 @@ MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
 EXTRA_LITERALS = (
     HEADER,
+    *faultstacks.LITERALS,
     *composer.BLOCK_LITERALS,
     'File "',
     "Error",
@@ -71,6 +72,7 @@ class Collector:
         self.pending_message = None
         self._in_error_file = False
         self._spawn_rank: dict[str, int] = {}
+        self.faults = faultstacks.FaultStacks(self.out.fault_stacks)
         literal_list = (
             list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
         )
@@ -199,6 +201,7 @@ class Collector:
             except Exception:  # the memory series is an extra; a bad line must not cost the diagnosis
                 self.memory_pattern = None
         follow = launchers.feed(out.launcher, source, lineno, body, rank, prefixed.host)
+        self.faults.feed(source, rank, lineno, core, seq, t)
         assembler = assemblers.get(rank)
         if assembler is None:
             assembler = assemblers[rank] = TracebackAssembler(source, rank, out.tracebacks)

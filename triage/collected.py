@@ -48,6 +48,7 @@ class Collected:
     sources: list[str] = field(default_factory=list)
     error_files: list[dict] = field(default_factory=list)
     bare_exceptions: list[dict] = field(default_factory=list)  # exception lines outside any traceback
+    fault_stacks: list = field(default_factory=list)  # faulthandler stacks (triage.faultstacks)
     unranked: RankTrack = field(default_factory=RankTrack)  # progress lines with no rank prefix
     seq: int = 0
     year: int | None = None

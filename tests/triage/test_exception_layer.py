@@ -380,3 +380,25 @@ def test_messages_that_name_their_cause(tmp_path, message, category):
     log = tmp_path / "run.log"
     log.write_text(f"RuntimeError: {message}\n")
     assert diagnose([log]).category == category
+
+
+@pytest.mark.parametrize(
+    "innermost, category",
+    [("/srv/job/train.py", "code_bug"), ("/opt/py/lib/python3.11/site-packages/torch/autograd/graph.py", "unknown")],
+)
+def test_a_faulthandler_stack_ending_in_the_scripts_own_code_is_its_bug(tmp_path, innermost, category):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "[default1]:Fatal Python error: Segmentation fault\n"
+        "[default1]:\n"
+        "[default1]:Thread 0x00007f0000000001 (most recent call first):\n"
+        '[default1]:  File "/srv/job/train.py", line 12 in wait_loop\n'
+        "[default1]:\n"
+        "[default1]:Current thread 0x00007f271ac1fb80 (most recent call first):\n"
+        f'[default1]:  File "{innermost}", line 128 in source_key\n'
+        '[default1]:  File "/srv/job/train.py", line 240 in train\n'
+        "E1201 11:46:45.038000 2913 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+        "(exitcode: -11) local_rank: 1 (pid: 3033) of binary: /usr/bin/python3\n"
+    )
+    result = diagnose([log])
+    assert (result.category, result.failing_rank) == (category, 1)

@@ -158,6 +158,11 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
 ]
 
 
+def library_file(path: str) -> bool:
+    """An installed library's or the interpreter's file, not the user's own code."""
+    return bool(_SITE.search(path)) or path.startswith("<")
+
+
 _MODEL_LOADING = re.compile(r"from_pretrained|load_state_dict|load_checkpoint|_load_pretrained|load_model|load_adapter")
 
 

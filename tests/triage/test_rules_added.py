@@ -33,6 +33,7 @@ CASES = [
     ("OSError: [Errno 30] Read-only file system: '/models/cache/tmp_x1'", "storage.read_only", "storage"),
     ("ValueError: The checkpoint you are trying to load has model type `zephyr9` but Transformers does not "
      "recognize this architecture.", "versions.architecture_unknown", "version_mismatch"),
+    ("[rank1]: IndexError: index out of range in self", "model_load.vocab_mismatch", "model_load"),
 ]
 NEAR_MISSES = [
     "INFO: all tensors are on the same device cuda:0",

@@ -91,4 +91,16 @@ RULES = [
         "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",
         reading_data=("data_corrupt", ["fix_data_file"]),
     ),
+    rule(
+        "model_load.vocab_mismatch",
+        "model_load",
+        ROOT,
+        ["index out of range in self"],
+        # torch.nn.functional.embedding's own message: a token id at or beyond the embedding table's size
+        r"IndexError: index out of range in self",
+        ["fix_code", "fix_config"],
+        0.75,
+        "a token id is beyond the model's embedding table: the tokenizer (with added tokens) and the model's "
+        "vocabulary differ; resize the embeddings to len(tokenizer) or load the matching tokenizer",
+    ),
 ]

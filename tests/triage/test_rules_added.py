@@ -34,6 +34,10 @@ CASES = [
     ("ValueError: The checkpoint you are trying to load has model type `zephyr9` but Transformers does not "
      "recognize this architecture.", "versions.architecture_unknown", "version_mismatch"),
     ("[rank1]: IndexError: index out of range in self", "model_load.vocab_mismatch", "model_load"),
+    ("ValueError: Asking to pad but the tokenizer does not have a padding token.", "data.no_pad_token", "data_pipeline"),
+    ("RuntimeError: Parent directory /mnt/ckpt/run3 does not exist.", "storage.not_found", "storage"),
+    ("RuntimeError: stack expects each tensor to be equal size, but got [3, 448, 448] at entry 0 and [3, 336, 336] "
+     "at entry 3", "data.collate_ragged", "data_pipeline"),
 ]
 NEAR_MISSES = [
     "INFO: all tensors are on the same device cuda:0",

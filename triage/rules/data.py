@@ -104,16 +104,23 @@ RULES = [
         "data.map_ragged",
         "data_pipeline",
         ROOT,
-        [
-            "expected length",
-            "stack expects each tensor",
-            "each element in list of batch should be of equal size",
-        ],
-        r"Column \d+ named \w+ expected length \d+ but got length \d+|stack expects each tensor to be equal size|"
-        r"each element in list of batch should be of equal size",
+        ["expected length"],
+        r"Column \d+ named \w+ expected length \d+ but got length \d+",
         ["fix_data_file", "convert_data_format"],
         0.93,
-        "the preprocessing returned samples of unequal length that cannot form one column or batch",
+        "the preprocessing returned samples of unequal length that cannot form one column",
+    ),
+    rule(
+        "data.collate_ragged",
+        "data_pipeline",
+        ROOT,
+        ["stack expects each tensor", "each element in list of batch should be of equal size"],
+        r"stack expects each tensor to be equal size|each element in list of batch should be of equal size",
+        # ragged samples reach the default collate because nothing pads them: the collator is the fix;
+        # the data itself only when a few rows are malformed
+        ["fix_code", "fix_data_file", "convert_data_format"],
+        0.93,
+        "samples of unequal size reached the default collate, which cannot stack them into one batch",
     ),
     rule(
         "data.cast_columns",
@@ -170,12 +177,22 @@ RULES = [
         "data.padding",
         "data_pipeline",
         ROOT,
-        ["padding token", "activate truncation", "expected sequence of length", "text input must be of type"],
-        r"does not have a padding token|activate truncation and/or padding|expected sequence of length \d+|"
-        r"text input must be of type",
+        ["activate truncation", "expected sequence of length", "text input must be of type"],
+        r"activate truncation and/or padding|expected sequence of length \d+|text input must be of type",
         ["fix_config"],
         0.75,
         "the tokenizer/collator cannot batch the samples (padding or truncation)",
+    ),
+    rule(
+        "data.no_pad_token",
+        "data_pipeline",
+        ROOT,
+        ["padding token"],
+        r"does not have a padding token",
+        ["fix_code", "fix_config"],
+        0.8,
+        "the tokenizer has no pad token: set one in the script (tokenizer.pad_token = tokenizer.eos_token) "
+        "or add a pad token and resize the embeddings",
     ),
     rule(
         "data.chat_template_frames",

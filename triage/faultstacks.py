@@ -22,6 +22,7 @@ _FATAL = re.compile(
 )
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
 MAX_FRAMES = 50
+MAX_STACKS = 256  # a hostile log of a million "Fatal Python error" lines costs no more than this
 
 
 @dataclass
@@ -45,7 +46,7 @@ class FaultStacks:
     def feed(self, source: str, rank: int | None, lineno: int, text: str, seq: int, t: float | None) -> None:
         if "Fatal Python error" in text:
             match = _FATAL.search(text)
-            if match:
+            if match and len(self.sink) < MAX_STACKS:
                 stack = FaultStack(source, rank, lineno, text.strip()[:300], match.group(1), seq, t)
                 self.open[(source, rank)] = stack
                 self.sink.append(stack)

@@ -402,3 +402,17 @@ def test_a_faulthandler_stack_ending_in_the_scripts_own_code_is_its_bug(tmp_path
     )
     result = diagnose([log])
     assert (result.category, result.failing_rank) == (category, 1)
+
+
+def test_fault_stacks_are_bounded_on_a_hostile_log(tmp_path):
+    from triage import faultstacks
+
+    log = tmp_path / "run.log"
+    log.write_text("Fatal Python error: Segmentation fault\n" * 5000)
+    result = diagnose([log])
+    assert result.category == "unknown"
+    sink = []
+    stacks = faultstacks.FaultStacks(sink)
+    for number in range(5000):
+        stacks.feed("log", 0, number, "Fatal Python error: Aborted", number, None)
+    assert len(sink) == faultstacks.MAX_STACKS

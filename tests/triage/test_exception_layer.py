@@ -416,3 +416,19 @@ def test_fault_stacks_are_bounded_on_a_hostile_log(tmp_path):
     for number in range(5000):
         stacks.feed("log", 0, number, "Fatal Python error: Aborted", number, None)
     assert len(sink) == faultstacks.MAX_STACKS
+
+
+@pytest.mark.parametrize(
+    "exception, message, category",
+    [
+        ("RuntimeError", "Timed out initializing process group in store based barrier on rank: 3, for key: "
+                         "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)", "rendezvous"),
+        ("OSError", "Incorrect path_or_model_id: '/models/m-8b/'. Please provide either the path to a local folder "
+                    "or the repo_id of a model on the Hub.", "model_load"),
+        ("ValueError", "Cannot instantiate this tokenizer from a slow version. If it's based on sentencepiece, make "
+                       "sure you have sentencepiece installed.", "version_mismatch"),
+    ],
+)
+def test_what_a_message_says_about_its_cause(exception, message, category):
+    frames = [{"file": "/opt/py/lib/python3.11/site-packages/lib/core.py", "line": 5, "function": "setup"}]
+    assert exceptions.classify(exception, message, frames)[0] == category

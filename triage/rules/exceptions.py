@@ -91,6 +91,9 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("cuda_error", ["debug_cuda"], 0.5,
          r"device-side assert|illegal memory access|cublas_status|cudnn_status|cuda error|cuda driver|"
          r"no kernel image|misaligned address|launch failure|unspecified launch"),
+        # ranks that never all arrived at start-up: the job did not form (not a hung collective)
+        ("rendezvous", ["fix_rendezvous", "increase_timeout"], 0.5,
+         r"initiali[sz]\w* (?:the )?process group|store[ _]based barrier|clients joined|waiting for (?:clients|workers)"),
         ("nccl_timeout", ["increase_timeout", "set_nccl_env"], 0.5,
          r"(?:collective|watchdog|allreduce|all_reduce|barrier|broadcast|allgather|nccl|gloo).{0,80}"
          r"(?:timed? ?out|timeout)|(?:timed? ?out|timeout).{0,60}(?:collective|barrier|allreduce|nccl|gloo)"),
@@ -113,9 +116,11 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"size mismatch for|can't load (?:the )?(?:tokenizer|model|config)|does not appear to have a file|"
          r"missing key\(s\) in state_dict|unexpected key\(s\) in state_dict|not a valid model identifier|"
          r"repository not found|gated repo|couldn't connect to|offline mode|safetensors|checkpoint.{0,40}(?:corrupt|invalid)|"
-         r"unrecognized (?:configuration|model)|error\(s\) in loading state_dict|pretrained"),
+         r"unrecognized (?:configuration|model)|error\(s\) in loading state_dict|pretrained|path_or_model_id|"
+         r"not the path to a directory|repo_id"),
         ("version_mismatch", ["pin_versions"], 0.5,
          r"unexpected keyword argument|cannot import name|no module named|undefined symbol|"
+         r"(?:make sure|ensure) (?:that )?(?:you have )?[\w-]+ (?:is )?installed|pip install [\w-]|"
          r"requires? (?:\w+ ?)?(?:version|>=|==)|is not supported (?:in|by) (?:this|the installed|your) version|"
          r"(?:upgrade|update|downgrade) (?:your |the )?\w+|was (?:removed|deprecated|renamed)|"
          r"has no attribute '\w+'.{0,40}(?:module|version)|incompatible version|version mismatch|"

@@ -46,7 +46,7 @@ _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
     r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ |"
     # separators and the footers tools print after a traceback (an IDE's exit line, Hydra's hint)
-    r"[=\-*#~_]{5,}|Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR"
+    r"[=\-*#~_]{5,}|```|Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR"
 )
 _LAUNCHER_LINE = re.compile(
     r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"

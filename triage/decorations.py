@@ -17,6 +17,8 @@ _ISO = r"\[?\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\
 _CLOCK = r"\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?"
 _LEVEL = r"(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|NOTICE|SEVERE|error|warning|info|debug)"
 _STEPS = [
+    # a quoted paste (markdown "> ", e-mail ">> ")
+    re.compile(r"(?:>[ \t]?)+(?=[ \t]*\S)"),
     # timestamps: ISO (possibly twice, tab-separated), syslog-style, a bare clock glued to the text
     re.compile(rf"{_ISO}\s*(?:[|:,\-]\s+|[|:,]|(?=\S))?\s*"),
     # container runtime (CRI) log lines: "<timestamp> stdout F "
@@ -66,7 +68,7 @@ def core(text: str) -> str:
     test `is` to skip a second rule pass), and so does a line that is only decorations."""
     text = strip_progress_bar(text)
     stripped = text.lstrip()
-    if not stripped or stripped[0] in "│┃|╭╰" or stripped.startswith(("File ", "Traceback")):
+    if not stripped or stripped[0] in "│┃|╭╰" or stripped.startswith(("File ", "Traceback", ">>>")):
         return text
     out = stripped
     for _ in range(8):

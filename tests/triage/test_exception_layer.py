@@ -432,3 +432,17 @@ def test_fault_stacks_are_bounded_on_a_hostile_log(tmp_path):
 def test_what_a_message_says_about_its_cause(exception, message, category):
     frames = [{"file": "/opt/py/lib/python3.11/site-packages/lib/core.py", "line": 5, "function": "setup"}]
     assert exceptions.classify(exception, message, frames)[0] == category
+
+
+def test_a_quoted_paste_reads_like_the_original(tmp_path):
+    log = tmp_path / "issue.md"
+    log.write_text(
+        "> Traceback (most recent call last):\n"
+        '>   File "/srv/train.py", line 10, in <module>\n'
+        ">     main()\n"
+        "> KeyError: 'conversations'\n"
+        "```\n"
+    )
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception, result.root_cause.message) == (
+        "data_schema", "KeyError", "'conversations'")

@@ -446,3 +446,18 @@ def test_a_quoted_paste_reads_like_the_original(tmp_path):
     result = diagnose([log])
     assert (result.category, result.root_cause.exception, result.root_cause.message) == (
         "data_schema", "KeyError", "'conversations'")
+
+
+@pytest.mark.parametrize(
+    "exception, message, raised_in",
+    [
+        ("ValueError", "`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0}",
+         "/opt/py/lib/python3.10/site-packages/transformers/models/llama/configuration_llama.py"),
+        ("KeyError", "'qwen9'", "/opt/py/lib/python3.10/site-packages/transformers/models/auto/configuration_auto.py"),
+        ("RuntimeError", "Python 3.13+ not yet supported for torch.compile",
+         "/opt/py/lib/python3.13/site-packages/torch/_dynamo/eval_frame.py"),
+    ],
+)
+def test_a_checkpoint_or_interpreter_newer_than_the_library_is_a_version_mismatch(exception, message, raised_in):
+    frames = [{"file": "/srv/train.py", "line": 3, "function": "main"}, {"file": raised_in, "line": 9, "function": "f"}]
+    assert exceptions.classify(exception, message, frames)[0] == "version_mismatch"

@@ -121,6 +121,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("version_mismatch", ["pin_versions"], 0.5,
          r"unexpected keyword argument|cannot import name|no module named|undefined symbol|"
          r"(?:make sure|ensure) (?:that )?(?:you have )?[\w-]+ (?:is )?installed|pip install [\w-]|"
+         r"python \d\.\d+\+? (?:is )?not (?:yet )?supported|not yet supported|"
          r"requires? (?:\w+ ?)?(?:version|>=|==)|is not supported (?:in|by) (?:this|the installed|your) version|"
          r"(?:upgrade|update|downgrade) (?:your |the )?\w+|was (?:removed|deprecated|renamed)|"
          r"has no attribute '\w+'.{0,40}(?:module|version)|incompatible version|version mismatch|"
@@ -157,6 +158,9 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
                 r"(?:hf_)?argparser|fsdp_utils|accelerator\.py"), "config_invalid", ["fix_config"]),
     (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"
                 r"collator|tokenization_utils"), "data_pipeline", ["fix_data_file", "convert_data_format"]),
+    # a model's own configuration class (or the auto mapping) rejecting a checkpoint's config.json: the
+    # checkpoint is newer than the installed library (rope_scaling fields, an unknown model_type)
+    (re.compile(r"transformers[/\\.]models[/\\.]\w+[/\\.]configuration_\w+"), "version_mismatch", ["pin_versions"]),
     (re.compile(r"modeling_utils|from_pretrained|safetensors|configuration_utils|hub\.py|file_download"),
      "model_load", ["fix_path", "fix_config"]),
     (re.compile(r"torch[/.]distributed[/.](?!elastic)|ProcessGroup"), "nccl_error", ["set_nccl_env"]),

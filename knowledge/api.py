@@ -115,10 +115,7 @@ class ProblemViewSet(TeamScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
             return queryset
         filters = ProblemFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
-        wanted = search.Filters(**{key: value for key, value in filters.validated_data.items()})
-        if not wanted.any():
-            return queryset.live()
-        return search.problems(self._team_ids(), wanted, limit=None)
+        return Problem.objects.search(self._team_ids(), search.Filters(**filters.validated_data))
 
     @extend_schema(parameters=[ProblemFilterSerializer], responses={200: KnownProblemSerializer(many=True), **ERRORS})
     def list(self, request, *args, **kwargs):

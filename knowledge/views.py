@@ -42,9 +42,7 @@ def _search_filters(request) -> tuple[SearchForm, search.Filters]:
 def problem_list(request):
     form, filters = _search_filters(request)
     team_ids = _team_ids(request.user)
-    rows = search.problems(team_ids, filters, limit=None) if filters.any() else (
-        Problem.objects.filter(team_id__in=team_ids).live().select_related("resolved_by").order_by("-last_seen", "-id"))
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(Problem.objects.search(team_ids, filters), PAGE_SIZE).get_page(request.GET.get("page"))
     query_without_page = request.GET.copy()
     query_without_page.pop("page", None)
     categories = (Problem.objects.filter(team_id__in=team_ids).order_by("category")

@@ -6,7 +6,6 @@ from datetime import date
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection, models
-from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -45,13 +44,7 @@ def filtered_incidents(user, filters: dict):
         incidents = incidents.filter(created_at__date__gte=since)
     if until:
         incidents = incidents.filter(created_at__date__lte=until)
-    if filters["q"]:
-        query = filters["q"]
-        incidents = incidents.filter(
-            Q(job_id__icontains=query) | Q(exception__icontains=query) | Q(summary__icontains=query)
-            | Q(title__icontains=query) | Q(category__icontains=query)
-        )
-    return incidents.order_by("-created_at", "-id")
+    return incidents.search(filters["q"]).order_by("-created_at", "-id")
 
 
 def _choices(user, field: str) -> list[str]:

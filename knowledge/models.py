@@ -175,6 +175,8 @@ class GroupingAction(models.Model):
     undone_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="+")
 
+    objects = TeamScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
 

@@ -189,7 +189,7 @@ def action_undo(request, pk):
 
 
 def _current_team(request) -> Team:
-    teams = Team.objects.filter(memberships__user=request.user).order_by("memberships__created_at")
+    teams = Team.objects.of_member(request.user).order_by("memberships__created_at")
     wanted = request.GET.get("team") or request.POST.get("team")
     team = teams.filter(slug=wanted).first() if wanted else teams.first()
     if team is None:

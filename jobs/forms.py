@@ -1,7 +1,29 @@
-"""The upload page's form. File checks (sizes, archives, empty files) live in jobs.uploads."""
+"""The upload page's form and the incident list's filters. File checks (sizes, archives, empty
+files) live in jobs.uploads."""
 from django import forms
 
 from jobs.models import Team
+
+FILTER_CHARS = 200
+
+
+class CutCharField(forms.CharField):
+    """A filter's text, cut to FILTER_CHARS characters rather than refused."""
+
+    def to_python(self, value):
+        return super().to_python(value)[:FILTER_CHARS]
+
+
+class IncidentFilterForm(forms.Form):
+    """The incident list's query string: ?q=&category=&status=&cluster=&launcher=&since=&until=."""
+
+    q = CutCharField(required=False)
+    category = CutCharField(required=False)
+    status = CutCharField(required=False)
+    cluster = CutCharField(required=False)
+    launcher = CutCharField(required=False)
+    since = forms.DateField(required=False)
+    until = forms.DateField(required=False)
 
 
 class MultipleFileInput(forms.FileInput):

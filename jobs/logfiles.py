@@ -2,18 +2,20 @@
 
 Logs can be gigabytes: everything here streams lines and stops early, so a page
 never holds more than one window of a file. Plain text, .gz and members of
-.zip/.tar(.gz) archives are readable; anything else is shown as text anyway.
+.zip/.tar(.gz) archives are readable (archives through triage.archives, the engine's one
+archive reader); anything else is shown as text anyway.
 """
 from __future__ import annotations
 
 import gzip
 import io
-import tarfile
-import zipfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from triage import archives
+from triage.archives import READ_ERRORS
+from triage.errors import UnusableInput
 from triage.ranks import rank_line_pattern
 
 PAGE_LINES = 200
@@ -24,60 +26,39 @@ SCAN_BYTE_BUDGET = 512 * 1024 * 1024
 CONTEXT_BYTE_BUDGET = 32 * 1024 * 1024
 
 
-def _lower_name(artifact) -> str:
-    return (artifact.original_name or "").lower()
+def _kind(artifact) -> str:
+    return archives.kind_of(artifact.original_name or "")
 
 
 def is_archive(artifact) -> bool:
-    name = _lower_name(artifact)
-    return name.endswith((".zip", ".tar", ".tar.gz", ".tgz"))
+    return _kind(artifact) in ("zip", "tar")
 
 
-def archive_members(artifact, limit: int = 2000) -> list[str]:
-    """Names of the regular files inside an archive artifact (empty for other files)."""
-    name = _lower_name(artifact)
+def archive_members(artifact, limit: int = 2000, max_members: int | None = None) -> list[str]:
+    """Names of the regular files inside an archive artifact (empty for other files, unreadable ones
+    and zips of more than `max_members` members: triage.Limits' by default)."""
+    kind = _kind(artifact)
+    if kind not in ("zip", "tar"):
+        return []
     try:
         with artifact.file.open("rb") as raw:
-            if name.endswith(".zip"):
-                with zipfile.ZipFile(raw) as archive:
-                    return [i.filename for i in archive.infolist() if not i.is_dir()][:limit]
-            if name.endswith((".tar", ".tar.gz", ".tgz")):
-                with tarfile.open(fileobj=raw, mode="r:*") as archive:
-                    members = []
-                    for info in archive:
-                        if info.isfile():
-                            members.append(info.name)
-                            if len(members) >= limit:
-                                break
-                    return members
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError):
+            return archives.member_names(raw, artifact.original_name, kind, limit, max_members)
+    except (UnusableInput, *READ_ERRORS):
         return []
-    return []
 
 
 @contextmanager
 def open_lines(artifact, member: str = ""):
     """Yield a text stream of the artifact (or of one archive member), decoding leniently."""
-    name = _lower_name(artifact)
-    raw = artifact.file.open("rb")
-    try:
-        if member and name.endswith(".zip"):
-            archive = zipfile.ZipFile(raw)
-            binary = archive.open(member)
-        elif member and name.endswith((".tar", ".tar.gz", ".tgz")):
-            archive = tarfile.open(fileobj=raw, mode="r:*")
-            binary = archive.extractfile(member)
-            if binary is None:
-                raise KeyError(member)
-        elif name.endswith(".gz") and not name.endswith(".tar.gz"):
+    kind = _kind(artifact)
+    with artifact.file.open("rb") as raw, ExitStack() as opened:
+        if member and kind in ("zip", "tar"):
+            binary = opened.enter_context(archives.open_member(raw, kind, member))
+        elif kind == "gz":
             binary = gzip.GzipFile(fileobj=raw)
         else:
             binary = raw
-        if member and PurePosixPath(member).suffix == ".gz":
-            binary = gzip.GzipFile(fileobj=binary)
         yield io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None)
-    finally:
-        raw.close()
 
 
 def _clip(text: str) -> str:
@@ -127,7 +108,7 @@ def read_page(artifact, *, start: int = 1, member: str = "", rank=None, highligh
                     break
                 page.lines.append((number, _clip(text), bool(needle) and needle in text.lower()
                                    or number == highlight))
-    except (OSError, KeyError, zipfile.BadZipFile, tarfile.TarError, EOFError) as error:
+    except (KeyError, UnusableInput, *READ_ERRORS) as error:
         page.error = f"This file cannot be read: {error.__class__.__name__}"
     return page
 
@@ -145,8 +126,7 @@ SCAN_BLOCK = 8 * 1024 * 1024
 
 def _local_plain_path(artifact, member: str):
     """The file on disk when the artifact is plain text in local storage (what uploads store)."""
-    name = _lower_name(artifact)
-    if member or name.endswith((".gz", ".zip", ".tar", ".tgz")):
+    if member or _kind(artifact) != "plain":
         return None
     try:
         return artifact.file.path
@@ -261,7 +241,7 @@ def search(artifact, query: str, *, member: str = "", rank=None, from_line: int 
                         result.next_from = number
                         break
                     result.matches.append((number, _clip(text)))
-    except (OSError, KeyError, zipfile.BadZipFile, tarfile.TarError, EOFError) as error:
+    except (KeyError, UnusableInput, *READ_ERRORS) as error:
         result.error = f"This file cannot be read: {error.__class__.__name__}"
     return result
 
@@ -290,7 +270,7 @@ def contexts(artifact, lines, *, member: str = "", radius: int = 3,
                 for line in wanted:
                     if line - radius <= number <= line + radius:
                         windows[line].append((number, _clip(text)))
-    except (OSError, KeyError, zipfile.BadZipFile, tarfile.TarError, EOFError):
+    except (KeyError, UnusableInput, *READ_ERRORS):
         return {}
     # A window is only shown when it reached its own line (the budget may have cut it short).
     return {line: window for line, window in windows.items() if any(n == line for n, _ in window)}

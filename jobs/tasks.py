@@ -22,7 +22,6 @@ import re
 import shutil
 import tempfile
 import threading
-from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
 from celery import Task, shared_task
@@ -30,7 +29,7 @@ from celery.exceptions import SoftTimeLimitExceeded, WorkerLostError
 from celery.signals import task_failure
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
-from django.db.models import Case, F, Q, TextField, Value, When
+from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 import triage
@@ -65,26 +64,13 @@ def heartbeat_s() -> int:
     return settings.TRIAGE_HEARTBEAT_S
 
 
-def stale_before():
-    """A diagnosing row not touched since this moment belongs to a dead worker."""
-    return timezone.now() - timedelta(seconds=3 * heartbeat_s())
-
-
-def claimable(retrying: bool) -> Q:
-    """Queued rows; rows a dead worker left diagnosing (heartbeat stopped); our own retries' rows."""
-    condition = Q(status=Incident.Status.QUEUED) | Q(status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before())
-    if retrying:  # the previous try may not have managed to requeue
-        condition |= Q(status=Incident.Status.DIAGNOSING)
-    return condition
-
-
 def claim(incident_pk: int, retrying: bool):
     """Take the incident for this worker; return the claim token (the `updated_at` written), or
     None when someone else has it."""
     token = timezone.now()
     keep_lost_note = Case(When(status_reason__regex=_LOST.pattern, then=F("status_reason")), default=Value(""),
                           output_field=TextField())
-    claimed = Incident.objects.filter(claimable(retrying), pk=incident_pk).update(
+    claimed = Incident.objects.claimable(retrying).filter(pk=incident_pk).update(
         status=Incident.Status.DIAGNOSING, status_reason=keep_lost_note, updated_at=token)
     return token if claimed else None
 
@@ -219,15 +205,12 @@ def sweep(queued_deadline_s: int | None = None) -> dict[str, int]:
     """Re-enqueue incidents queued past their deadline and recover those a dead worker left."""
     deadline = settings.TRIAGE_QUEUED_DEADLINE_S if queued_deadline_s is None else queued_deadline_s
     counts = {"requeued_dead": 0, "failed_dead": 0, "reenqueued": 0}
-    for incident_pk in Incident.objects.filter(
-            status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before()).values_list("pk", flat=True)[:500]:
+    for incident_pk in Incident.objects.stale().values_list("pk", flat=True)[:500]:
         if lost_attempt(incident_pk, "the worker stopped answering (killed or lost)"):
             counts["requeued_dead"] += 1
         else:
             counts["failed_dead"] += 1
-    overdue = timezone.now() - timedelta(seconds=deadline)
-    for incident_pk in Incident.objects.filter(
-            status=Incident.Status.QUEUED, updated_at__lt=overdue).values_list("pk", flat=True)[:500]:
+    for incident_pk in Incident.objects.overdue(deadline).values_list("pk", flat=True)[:500]:
         if not enqueue_diagnosis(incident_pk):
             break  # the broker is still down: the next sweep tries again
         # Touch the row so that the next sweep waits another deadline before sending again.

@@ -14,8 +14,8 @@ Files that are ignored rather than refused (an empty file next to others, an emp
 archive member) are described in `incident.upload_notes`: a list of
 {"file": name, "code": "empty_file" | "binary_file", "message": text}.
 
-Archive handling lives in jobs.archives, text sniffing and masked copying in jobs.textfiles,
-staging folders and the orphan sweep in jobs.staging; their names stay importable from here.
+Archive members are read by triage.archives (through jobs.archives), text sniffing and masked
+copying live in jobs.textfiles, staging folders and the orphan sweep in jobs.staging.
 """
 from __future__ import annotations
 
@@ -33,13 +33,12 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 import triage
-from jobs.archives import ARCHIVE_ERRORS as _ARCHIVE_ERRORS
-from jobs.archives import Budget as _Budget  # noqa: F401 - kept importable
-from jobs.archives import container_kind, open_members  # noqa: F401 - kept importable
+from jobs.archives import container_kind, open_members
 from jobs.limits import upload_limits
 from jobs.models import Artifact, Incident
 from jobs.staging import stage
 from jobs.textfiles import binary_reason, sample_of, write_masked
+from triage.archives import READ_ERRORS, first_line
 from triage.secrets import mask_secrets  # one masking for the engine and the stored artifacts
 
 logger = logging.getLogger(__name__)
@@ -193,13 +192,11 @@ def validate(*, logs, config, data, pasted_log: str, workdir: Path, notes: list 
         if container != "plain":
             try:
                 triage.inspect_upload(path, name, limits)
-            except triage.UnusableInput as exc:  # InputRejected is a subclass
-                message = str(exc) or f"cannot read {name}"
-                code = exc.code if isinstance(exc, triage.InputRejected) else "bad_archive"
-                raise UploadRejected(message, code=code, field=field) from None
-            except _ARCHIVE_ERRORS as exc:  # a truncated stream can surface while the engine drains it
-                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise UploadRejected(f"cannot read {name}: {reason}", code="bad_archive", field=field) from None
+            except triage.UnusableInput as exc:  # InputRejected too: each carries its code
+                raise UploadRejected(str(exc) or f"cannot read {name}", code=exc.code, field=field) from None
+            except READ_ERRORS as exc:  # a truncated stream can surface while the engine drains it
+                raise UploadRejected(f"cannot read {name}: {first_line(exc)}", code="bad_archive",
+                                     field=field) from None
         incoming.append((field, kind, name, path, container))
     return incoming
 
@@ -233,9 +230,9 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path, notes: list |
                     with open(dest, "wb") as handle:
                         size, digest = write_masked(stream, handle)
                     prepared.append(Prepared(dest, member_name, kind, size, digest))
-            except _ARCHIVE_ERRORS as exc:  # raised while decompressing a member
-                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise UploadRejected(f"cannot read {name}: {reason}", code="bad_archive", field=field) from None
+            except READ_ERRORS as exc:  # raised while decompressing a member
+                raise UploadRejected(f"cannot read {name}: {first_line(exc)}", code="bad_archive",
+                                     field=field) from None
             if len(prepared) == count:
                 raise UploadRejected(f"{name} contains no text logs.", code="bad_archive", field=field)
     return prepared

@@ -8,7 +8,7 @@ import json
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
@@ -17,7 +17,9 @@ from rest_framework.views import APIView
 
 from jobs.api.pagination import IncidentPagination
 from jobs.api.permissions import KeyScopeAllows
-from jobs.api.views import ERRORS, TeamScopedMixin
+from jobs.api.scoping import TeamScopedMixin, TeamScopedViewSet
+from jobs.api.views import ERRORS
+from jobs.listing import query_filters
 from jobs.models import ApiKey, Incident, Team
 from knowledge import markdown, roles, search, services, transfer
 from knowledge.models import GroupingAction, Problem
@@ -92,33 +94,23 @@ class GroupingActionSerializer(serializers.ModelSerializer):
 
 
 @extend_schema(tags=["problems"])
-class ProblemViewSet(TeamScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ProblemViewSet(TeamScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
     """The team's knowledge base: problems newest-seen first; other teams' problems answer 404."""
 
-    permission_classes = [IsAuthenticated, KeyScopeAllows]
+    scoped_model = Problem
     pagination_class = IncidentPagination
     parser_classes = [JSONParser]
-    lookup_value_regex = "[0-9]+"
     serializer_class = KnownProblemSerializer
     http_method_names = ["get", "patch", "post", "head", "options"]
 
     def get_queryset(self):
-        return self.team_rows(Problem).select_related("resolved_by").order_by("-last_seen", "-id")
-
-    def _team_ids(self):
-        if isinstance(self.request.auth, ApiKey):
-            return [self.request.auth.team_id]
-        return list(Team.objects.filter(memberships__user=self.request.user).values_list("pk", flat=True))
+        return super().get_queryset().select_related("resolved_by").order_by("-last_seen", "-id")
 
     def filter_queryset(self, queryset):
         if self.action != "list":
             return queryset
-        filters = ProblemFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        wanted = search.Filters(**{key: value for key, value in filters.validated_data.items()})
-        if not wanted.any():
-            return queryset.live()
-        return search.problems(self._team_ids(), wanted, limit=None)
+        wanted = query_filters(ProblemFilterSerializer(data=self.request.query_params))
+        return Problem.objects.search(self.team_ids(), search.Filters(**wanted))
 
     @extend_schema(parameters=[ProblemFilterSerializer], responses={200: KnownProblemSerializer(many=True), **ERRORS})
     def list(self, request, *args, **kwargs):
@@ -186,15 +178,9 @@ class ProblemViewSet(TeamScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
 
 
 @extend_schema(tags=["problems"])
-class GroupingActionViewSet(TeamScopedMixin, viewsets.GenericViewSet):
-    permission_classes = [IsAuthenticated, KeyScopeAllows]
+class GroupingActionViewSet(TeamScopedViewSet):
+    scoped_model = GroupingAction
     serializer_class = GroupingActionSerializer
-    lookup_value_regex = "[0-9]+"
-
-    def get_queryset(self):
-        if isinstance(self.request.auth, ApiKey):
-            return GroupingAction.objects.filter(team_id=self.request.auth.team_id)
-        return GroupingAction.objects.filter(team__memberships__user=self.request.user)
 
     @extend_schema(summary="Undo a merge or split (team admins)", request=None,
                    responses={200: GroupingActionSerializer, **ERRORS})
@@ -243,12 +229,8 @@ class SearchView(TeamScopedMixin, APIView):
     @extend_schema(tags=["knowledge"], summary="Search incidents and problems",
                    parameters=[SearchFilterSerializer], responses={200: SearchResultSerializer, **ERRORS})
     def get(self, request):
-        form = SearchFilterSerializer(data=request.query_params)
-        form.is_valid(raise_exception=True)
-        values = {key: value for key, value in form.validated_data.items() if value not in ("", None)}
-        team_ids = ([request.auth.team_id] if isinstance(request.auth, ApiKey)
-                    else list(Team.objects.filter(memberships__user=request.user).values_list("pk", flat=True)))
-        results = search.search(team_ids, search.Filters(**values))
+        wanted = query_filters(SearchFilterSerializer(data=request.query_params))
+        results = search.search(self.team_ids(), search.Filters(**wanted))
         return Response(SearchResultSerializer(results, context={"request": request}).data)
 
 

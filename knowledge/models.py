@@ -22,6 +22,34 @@ class ProblemQuerySet(TeamScopedQuerySet):
         """Problems that have not been merged into another one."""
         return self.filter(merged_into__isnull=True)
 
+    def search(self, team_ids, filters, *, via=None):
+        """The teams' live problems matching `filters` (a knowledge.search.Filters), last seen first.
+
+        A problem matches by its own text (title, exception, resolution, fix) or through its
+        incidents; filters that only incidents carry (cluster, dates) match through incidents alone.
+        `via`: problem ids of the incidents a search already found (else they are looked up). No
+        filters: every live problem of the teams.
+        """
+        from knowledge import search
+
+        rows = self.filter(team_id__in=team_ids).live()
+        if filters.category:
+            rows = rows.filter(category=filters.category)
+        if filters.status:
+            rows = rows.filter(status=filters.status)
+        incident_level = bool(filters.cluster or filters.since or filters.until)
+        if filters.q or incident_level:
+            if via is None:
+                via = list(search.incidents(team_ids, filters, limit=search.VIA_LIMIT)
+                           .values_list("problem_id", flat=True))
+            match = models.Q(pk__in=set(via))
+            if filters.q and not incident_level:
+                own = search.text_filter(Problem.objects.filter(team_id__in=team_ids), search.PROBLEM_FIELDS,
+                                         filters.q, vector_name="problem_document")
+                match |= models.Q(pk__in=own.values("pk"))
+            rows = rows.filter(match)
+        return rows.select_related("resolved_by").order_by("-last_seen", "-id")
+
 
 class Problem(models.Model):
     class Status(models.TextChoices):
@@ -146,6 +174,8 @@ class GroupingAction(models.Model):
     undone_at = models.DateTimeField(null=True, blank=True)
     undone_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="+")
+
+    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -85,7 +85,7 @@ def _incident_ids_matching(team_ids, filters: Filters, problem_ids, limit) -> li
         return [row[0] for row in cursor.fetchall()]
 
 
-def _text_filter(queryset, fields: list[str], query: str, *, vector_name: str):
+def text_filter(queryset, fields: list[str], query: str, *, vector_name: str):
     """Rows whose fields match the query: full text on PostgreSQL, every word contained elsewhere."""
     if uses_full_text():
         vector = SearchVector(*fields, config=SEARCH_CONFIG)
@@ -117,7 +117,7 @@ def incidents(team_ids, filters: Filters, *, limit: int | None = LIMIT):
             ids = _incident_ids_matching(team_ids, filters, problem_ids, limit)
             return rows.filter(pk__in=ids).select_related("incident", "problem").order_by("-seen_at", "-id")
         else:
-            rows = _text_filter(rows, ["search_text"], filters.q, vector_name="document")
+            rows = text_filter(rows, ["search_text"], filters.q, vector_name="document")
     if filters.category:
         rows = rows.filter(category=filters.category)
     if filters.cluster:
@@ -132,24 +132,8 @@ def incidents(team_ids, filters: Filters, *, limit: int | None = LIMIT):
 
 
 def problems(team_ids, filters: Filters, *, limit: int | None = LIMIT, via: list[int] | None = None):
-    """The team's live problems matching the filters: by their own text (title, exception, resolution,
-    fix) or through their incidents. `via`: problem ids of incidents already found (else looked up)."""
-    rows = Problem.objects.filter(team_id__in=team_ids).live()
-    if filters.category:
-        rows = rows.filter(category=filters.category)
-    if filters.status:
-        rows = rows.filter(status=filters.status)
-    incident_level = bool(filters.cluster or filters.since or filters.until)
-    if filters.q or incident_level:
-        if via is None:
-            via = list(incidents(team_ids, filters, limit=VIA_LIMIT).values_list("problem_id", flat=True))
-        match = Q(pk__in=set(via))
-        if filters.q and not incident_level:
-            own = _text_filter(Problem.objects.filter(team_id__in=team_ids), PROBLEM_FIELDS, filters.q,
-                               vector_name="problem_document")
-            match |= Q(pk__in=own.values("pk"))
-        rows = rows.filter(match)
-    return rows.select_related("resolved_by").order_by("-last_seen", "-id")[:limit]
+    """The team's live problems matching the filters (Problem.objects.search), at most `limit`."""
+    return Problem.objects.search(team_ids, filters, via=via)[:limit]
 
 
 def search(team_ids, filters: Filters, *, limit: int = LIMIT) -> Results:

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
+from jobs.listing import choices, page_of, query_filters
 from jobs.models import Diagnosis, Team
 from knowledge import roles, search, services, transfer
 from knowledge.forms import ImportForm, MergeForm, ProblemForm, RunbookForm, SearchForm, TitleForm
@@ -25,47 +26,35 @@ SUGGESTION_SOURCES = 5
 
 
 def _team_ids(user) -> list[int]:
-    return list(Team.objects.filter(memberships__user=user).values_list("pk", flat=True))
+    return Team.objects.ids_of_member(user)
 
 
-def _search_filters(request) -> tuple[SearchForm, search.Filters]:
-    form = SearchForm(request.GET or None)
-    if form.is_bound and form.is_valid():
-        data = form.cleaned_data
-        return form, search.Filters(q=data["q"].strip(), category=data["category"].strip(),
-                                    status=data["status"], cluster=data["cluster"].strip(),
-                                    since=data["since"], until=data["until"])
-    return form, search.Filters()
+def _search_filters(request) -> search.Filters:
+    return search.Filters(**query_filters(SearchForm(request.GET)))
 
 
 @login_required
 def problem_list(request):
-    form, filters = _search_filters(request)
+    filters = _search_filters(request)
     team_ids = _team_ids(request.user)
-    rows = search.problems(team_ids, filters, limit=None) if filters.any() else (
-        Problem.objects.filter(team_id__in=team_ids).live().select_related("resolved_by").order_by("-last_seen", "-id"))
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    query_without_page = request.GET.copy()
-    query_without_page.pop("page", None)
-    categories = (Problem.objects.filter(team_id__in=team_ids).order_by("category")
-                  .values_list("category", flat=True).distinct()[:200])
+    page, query_string = page_of(request, Problem.objects.search(team_ids, filters), PAGE_SIZE)
     return render(request, "knowledge/problem_list.html", {
-        "page": page, "problems": page.object_list, "form": form, "filters": filters,
-        "filtering": filters.any(), "query_string": query_without_page.urlencode(),
-        "statuses": Problem.Status.choices, "categories": list(categories),
+        "page": page, "problems": page.object_list, "filters": filters,
+        "filtering": filters.any(), "query_string": query_string,
+        "statuses": Problem.Status.choices, "categories": choices(Problem.objects.filter(team_id__in=team_ids),
+                                                                  "category"),
     })
 
 
 @login_required
 def search_page(request):
-    form, filters = _search_filters(request)
+    filters = _search_filters(request)
     team_ids = _team_ids(request.user)
     results = search.search(team_ids, filters) if filters.any() else None
-    categories = (Problem.objects.filter(team_id__in=team_ids).order_by("category")
-                  .values_list("category", flat=True).distinct()[:200])
-    return render(request, "knowledge/search.html", {"form": form, "filters": filters, "results": results,
-                                                     "statuses": Problem.Status.choices,
-                                                     "categories": list(categories)})
+    return render(request, "knowledge/search.html", {
+        "filters": filters, "filtering": filters.any(), "results": results, "statuses": Problem.Status.choices,
+        "categories": choices(Problem.objects.filter(team_id__in=team_ids), "category"),
+    })
 
 
 def suggested_fixes(problem: Problem) -> list[dict]:
@@ -200,7 +189,7 @@ def action_undo(request, pk):
 
 
 def _current_team(request) -> Team:
-    teams = Team.objects.filter(memberships__user=request.user).order_by("memberships__created_at")
+    teams = Team.objects.of_member(request.user).order_by("memberships__created_at")
     wanted = request.GET.get("team") or request.POST.get("team")
     team = teams.filter(slug=wanted).first() if wanted else teams.first()
     if team is None:

@@ -1,4 +1,4 @@
-"""The scheduler-facing API. Team isolation lives in TeamScopedMixin.get_queryset, nowhere else."""
+"""The scheduler-facing API. Team isolation lives in jobs.api.scoping (TeamScopedViewSet), nowhere else."""
 import re
 
 from django.conf import settings
@@ -7,18 +7,19 @@ from django.http import FileResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.parsers import JSONParser, MultiPartParser
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from jobs.api import serializers as api
 from jobs.api.errors import PayloadTooLarge
 from jobs.api.pagination import IncidentPagination
-from jobs.api.permissions import KeyScopeAllows, SessionAdminsManage
-from jobs.models import ApiKey, Incident, Team, WebhookEndpoint
+from jobs.api.permissions import SessionAdminsManage
+from jobs.api.scoping import TeamScopedMixin, TeamScopedViewSet  # noqa: F401 - TeamScopedMixin: importable here
+from jobs.listing import filter_rows, query_filters
+from jobs.models import ApiKey, Incident, WebhookEndpoint
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
@@ -43,27 +44,6 @@ class BinaryRenderer(BaseRenderer):
         return data if isinstance(data, bytes) else JSONRenderer().render(data)
 
 
-class TeamScopedMixin:
-    """Every object reachable through the API belongs to the caller's team(s): others answer 404."""
-
-    def team_rows(self, model):
-        """The caller's rows of a team-scoped model: the key's team, or the session user's teams."""
-        if isinstance(self.request.auth, ApiKey):
-            return model.objects.of_team(self.request.auth.team_id)
-        return model.objects.visible_to(self.request.user)
-
-    def team_incidents(self):
-        return self.team_rows(Incident)
-
-    def submitting_team(self) -> Team:
-        if isinstance(self.request.auth, ApiKey):
-            return self.request.auth.team
-        team = Team.objects.filter(memberships__user=self.request.user).order_by("memberships__created_at").first()
-        if team is None:
-            raise exceptions.PermissionDenied("You are not a member of any team.")
-        return team
-
-
 class IncidentFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Incident.Status.choices, required=False)
     category = serializers.CharField(required=False, max_length=40)
@@ -72,14 +52,13 @@ class IncidentFilterSerializer(serializers.Serializer):
 
 
 @extend_schema(tags=["incidents"])
-class IncidentViewSet(TeamScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    permission_classes = [IsAuthenticated, KeyScopeAllows]
+class IncidentViewSet(TeamScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
+    scoped_model = Incident
     pagination_class = IncidentPagination
     parser_classes = [MultiPartParser]
-    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
-        queryset = self.team_incidents().order_by("-created_at", "-id")
+        queryset = super().get_queryset().order_by("-created_at", "-id")
         if self.action == "retrieve":
             queryset = queryset.select_related("diagnosis").prefetch_related("webhook_deliveries")
         elif self.action in {"timeline", "memory"}:
@@ -96,15 +75,8 @@ class IncidentViewSet(TeamScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     def filter_queryset(self, queryset):
         if self.action != "list":
             return queryset
-        filters = IncidentFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        wanted = filters.validated_data
-        for name in ("status", "category", "job_id"):
-            if name in wanted:
-                queryset = queryset.filter(**{name: wanted[name]})
-        if "since" in wanted:
-            queryset = queryset.filter(created_at__gte=wanted["since"])
-        return queryset
+        wanted = query_filters(IncidentFilterSerializer(data=self.request.query_params))
+        return filter_rows(queryset, wanted, exact=("status", "category", "job_id"))
 
     @extend_schema(parameters=[IncidentFilterSerializer], responses={200: api.IncidentSerializer(many=True), **ERRORS})
     def list(self, request, *args, **kwargs):
@@ -265,29 +237,22 @@ def _rejection(rejection) -> exceptions.APIException:
     partial_update=extend_schema(responses={200: api.WebhookEndpointSerializer, **ERRORS}),
     destroy=extend_schema(responses={204: None, **ERRORS}),
 )
-class WebhookEndpointViewSet(TeamScopedMixin, viewsets.ModelViewSet):
+class WebhookEndpointViewSet(TeamScopedViewSet, mixins.CreateModelMixin, mixins.RetrieveModelMixin,
+                             mixins.UpdateModelMixin, mixins.DestroyModelMixin, mixins.ListModelMixin):
     """The team's standing webhook endpoints; each signs with its own secret, shown once at creation."""
 
+    scoped_model = WebhookEndpoint
     serializer_class = api.WebhookEndpointSerializer
-    permission_classes = [IsAuthenticated, KeyScopeAllows, SessionAdminsManage]
+    permission_classes = [*TeamScopedViewSet.permission_classes, SessionAdminsManage]
     pagination_class = IncidentPagination
     parser_classes = [JSONParser]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
-        if isinstance(self.request.auth, ApiKey):
-            teams = [self.request.auth.team_id]
-        else:
-            teams = Team.objects.filter(memberships__user=self.request.user).values("pk")
-        return WebhookEndpoint.objects.filter(team__in=teams).order_by("id")
+        return super().get_queryset().order_by("id")
 
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        if isinstance(request.auth, ApiKey):
-            team = request.auth.team
-        else:  # SessionAdminsManage made sure there is one
-            team = Team.objects.filter(memberships__user=request.user, memberships__role="admin").first()
-        endpoint = serializer.save(team=team)
+        endpoint = serializer.save(team=self.managed_team())  # SessionAdminsManage made sure there is one
         return Response(api.WebhookEndpointCreatedSerializer(endpoint).data, status=status.HTTP_201_CREATED)

@@ -8,16 +8,48 @@ updates so that two workers can never both claim one incident:
     failed/diagnosed --rediagnose--> queued
 """
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from jobs.models.teams import Team, TeamScopedQuerySet
 
+SEARCHED_FIELDS = ("job_id", "exception", "summary", "title", "category")
+
+
+def stale_before():
+    """A diagnosing row not touched since this moment belongs to a dead worker (three missed heartbeats)."""
+    return timezone.now() - timedelta(seconds=3 * settings.TRIAGE_HEARTBEAT_S)
+
 
 class IncidentQuerySet(TeamScopedQuerySet):
-    pass
+    def search(self, text: str):
+        """Incidents whose job id, exception, summary, title or category contains `text` (any case)."""
+        if not text:
+            return self
+        match = Q()
+        for name in SEARCHED_FIELDS:
+            match |= Q(**{f"{name}__icontains": text})
+        return self.filter(match)
+
+    def stale(self):
+        """Diagnosing rows whose worker stopped beating: killed, or lost with its machine."""
+        return self.filter(status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before())
+
+    def overdue(self, deadline_s: int):
+        """Queued rows untouched for `deadline_s` seconds: a lost wake-up call, or a broker that was down."""
+        return self.filter(status=Incident.Status.QUEUED, updated_at__lt=timezone.now() - timedelta(seconds=deadline_s))
+
+    def claimable(self, retrying: bool = False):
+        """Rows a worker may take: queued ones, stale ones, and (for a retry, whose previous try
+        may not have managed to requeue) any diagnosing one."""
+        condition = Q(status=Incident.Status.QUEUED) | Q(status=Incident.Status.DIAGNOSING, updated_at__lt=stale_before())
+        if retrying:
+            condition |= Q(status=Incident.Status.DIAGNOSING)
+        return self.filter(condition)
 
 
 class Incident(models.Model):

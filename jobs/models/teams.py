@@ -16,6 +16,18 @@ class TeamScopedQuerySet(models.QuerySet):
         return self.filter(team=team)
 
 
+class TeamQuerySet(models.QuerySet):
+    def of_member(self, user, role: str | None = None):
+        """The teams the user belongs to (with `role` there, when given), oldest membership first."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        # One filter() call: the user's own membership must hold the role, not any member's.
+        return self.filter(memberships__user=user, **({"memberships__role": role} if role else {}))
+
+    def ids_of_member(self, user) -> list[int]:
+        return list(self.of_member(user).values_list("pk", flat=True))
+
+
 class Team(models.Model):
     """Incidents, API keys and the knowledge base belong to a team."""
 
@@ -23,6 +35,8 @@ class Team(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+
+    objects = TeamQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -11,7 +11,7 @@ import secrets
 from django.db import models
 
 from jobs.models.incidents import Incident
-from jobs.models.teams import Team
+from jobs.models.teams import Team, TeamScopedQuerySet
 
 
 def new_webhook_secret() -> str:
@@ -26,6 +26,8 @@ class WebhookEndpoint(models.Model):
     secret = models.CharField(max_length=100, default=new_webhook_secret)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["team", "url"]

@@ -1,18 +1,16 @@
 """The incident list, the incident page and its live status JSON."""
 from __future__ import annotations
 
-from datetime import date
-
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import connection, models
-from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from jobs import fixview, presenters
+from jobs.forms import IncidentFilterForm
+from jobs.listing import choices, filter_rows, page_of, query_filters
 from jobs.memorychart import show_memory
 from jobs.models import Diagnosis, Incident
 from jobs.topfix import top_fix
@@ -22,61 +20,25 @@ LIST_COLUMNS = ("id", "title", "job_id", "status", "category", "exception", "fai
                 "cluster", "launcher", "world_size", "created_at")
 
 
-def _parse_date(raw: str):
-    try:
-        return date.fromisoformat(raw) if raw else None
-    except ValueError:
-        return None
-
-
-def _filters(request) -> dict:
-    get = request.GET
-    return {key: get.get(key, "").strip()[:200]
-            for key in ("q", "category", "status", "cluster", "launcher", "since", "until")}
-
-
-def filtered_incidents(user, filters: dict):
-    incidents = Incident.objects.visible_to(user).only(*LIST_COLUMNS)
-    for field in ("category", "status", "cluster", "launcher"):
-        if filters[field]:
-            incidents = incidents.filter(**{field: filters[field]})
-    since, until = _parse_date(filters["since"]), _parse_date(filters["until"])
-    if since:
-        incidents = incidents.filter(created_at__date__gte=since)
-    if until:
-        incidents = incidents.filter(created_at__date__lte=until)
-    if filters["q"]:
-        query = filters["q"]
-        incidents = incidents.filter(
-            Q(job_id__icontains=query) | Q(exception__icontains=query) | Q(summary__icontains=query)
-            | Q(title__icontains=query) | Q(category__icontains=query)
-        )
-    return incidents.order_by("-created_at", "-id")
-
-
-def _choices(user, field: str) -> list[str]:
-    values = (Incident.objects.visible_to(user).exclude(**{field: ""})
-              .order_by(field).values_list(field, flat=True).distinct()[:200])
-    return list(values)
+INCIDENT_EXACT_FILTERS = ("category", "status", "cluster", "launcher")
 
 
 @login_required
 def incident_list(request):
-    filters = _filters(request)
-    paginator = Paginator(filtered_incidents(request.user, filters), PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
-    query_without_page = request.GET.copy()
-    query_without_page.pop("page", None)
+    filters = query_filters(IncidentFilterForm(request.GET))
+    visible = Incident.objects.visible_to(request.user)
+    rows = filter_rows(visible.only(*LIST_COLUMNS), filters, exact=INCIDENT_EXACT_FILTERS)
+    page, query_string = page_of(request, rows.order_by("-created_at", "-id"), PAGE_SIZE)
     return render(request, "jobs/incident_list.html", {
         "page": page,
         "incidents": page.object_list,
         "filters": filters,
-        "filtering": any(filters.values()),
-        "query_string": query_without_page.urlencode(),
+        "filtering": bool(filters),
+        "query_string": query_string,
         "statuses": Incident.Status.choices,
-        "categories": _choices(request.user, "category"),
-        "clusters": _choices(request.user, "cluster"),
-        "launchers": _choices(request.user, "launcher"),
+        "categories": choices(visible, "category"),
+        "clusters": choices(visible, "cluster"),
+        "launchers": choices(visible, "launcher"),
     })
 
 

@@ -25,7 +25,7 @@ class ApiKeyForm(forms.Form):
 
 
 def _admin_teams(user):
-    return Team.objects.filter(memberships__user=user, memberships__role=Membership.Role.ADMIN)
+    return Team.objects.of_member(user, role=Membership.Role.ADMIN)
 
 
 @login_required
@@ -43,7 +43,7 @@ def api_keys(request):
             form = ApiKeyForm(admin_teams=admin_teams)
     else:
         form = ApiKeyForm(admin_teams=admin_teams)
-    teams = Team.objects.filter(memberships__user=request.user).order_by("name")
+    teams = Team.objects.of_member(request.user).order_by("name")
     admin_ids = set(admin_teams.values_list("pk", flat=True))
     sections = [
         {

@@ -27,7 +27,7 @@ def wants_json(request) -> bool:
 
 def user_teams(user) -> list[Team]:
     """The user's teams, the first joined first (that one is the default)."""
-    return list(Team.objects.filter(memberships__user=user).order_by("memberships__created_at", "memberships__id"))
+    return list(Team.objects.of_member(user).order_by("memberships__created_at", "memberships__id"))
 
 
 @csrf_exempt  # CSRF is checked by upload_page, after the size check, so an oversized body is never read

@@ -3,8 +3,9 @@ import json
 
 from django.urls import reverse
 
-from jobs import chartseries as series
+from jobs import timelinechart
 from tests.pages.factories import add_artifact, sample_diagnosis, two_rank_log
+from triage.memory.downsample import downsample
 
 
 def test_the_timeline_collapses_identical_ranks_at_256(alice_client, alpha, make_incident):
@@ -29,18 +30,23 @@ def test_the_timeline_keeps_every_lane_at_two_ranks(alice_client, alpha, make_in
     assert [lane["label"] for lane in data["lanes"]] == ["▶ rank 1 (first failure)", "rank 0 · terminated"]
 
 
-def test_the_timeline_falls_back_to_log_order_without_timestamps():
+def test_the_timeline_falls_back_to_steps_then_log_order_without_timestamps():
     diagnosis = sample_diagnosis(2)
     for rank in diagnosis["ranks"]:
         for event in rank["events"]:
             event["t"] = None
-    assert series.timeline(diagnosis)["x_title"].startswith("log order")
+    assert timelinechart.timeline(diagnosis)["x_mode"] == "step"  # "step 42/1000" in the progress lines
+    for rank in diagnosis["ranks"]:
+        for event in rank["events"]:
+            event["text"] = event["text"].replace("step 42/1000 ", "")
+    data = timelinechart.timeline(diagnosis)
+    assert data["x_mode"] == "order" and data["x_title"].startswith("log order")
 
 
 def test_downsampling_keeps_the_peak():
     points = [(index, 1.0) for index in range(100_000)]
     points[77_777] = (77_777, 99.0)
-    kept = series.downsample(points, 5000)
+    kept = downsample(points, 5000)
     assert len(kept) <= 5000
     assert (77_777, 99.0) in kept
     assert kept[-1] == points[-1]
@@ -85,8 +91,8 @@ def test_512_ranks_with_distinct_texts_still_fit_a_readable_chart():
     diagnosis["ranks"] += extra
     for rank in diagnosis["ranks"]:
         rank["events"][0]["text"] = f"host-{chr(97 + rank['rank'] % 26)}{chr(97 + rank['rank'] // 26 % 26)} starting"
-    data = series.timeline(diagnosis)
+    data = timelinechart.timeline(diagnosis)
     assert data["rank_count"] == 512
-    assert len(data["lanes"]) <= series.MAX_LANES
+    assert len(data["lanes"]) <= timelinechart.MAX_LANES
     assert sum(lane["size"] for lane in data["lanes"]) == 512
-    assert all(len(trace["x"]) <= series.MAX_POINTS for trace in data["traces"])
+    assert all(len(trace["x"]) <= timelinechart.MAX_POINTS for trace in data["traces"])

@@ -72,6 +72,37 @@ def test_it_reads_gzip_and_zip_members(alice_client, alpha, make_incident):
     assert alice_client.get(viewer(zipped)[0], {"member": "nope"}).status_code == 200
 
 
+def test_it_lists_and_reads_tar_members_and_their_gz_members(alice_client, alpha, make_incident):
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in (("logs/1/stderr.log", b"hello from tar\n"),
+                           ("logs/2/stderr.log.gz", gzip.compress(b"hello from a gz in a tar\n"))):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    tarred = add_artifact(make_incident(alpha), "logs.tar.gz", buffer.getvalue())
+
+    listing = alice_client.get(viewer(tarred)[0]).content.decode()
+    assert "logs/1/stderr.log" in listing and "logs/2/stderr.log.gz" in listing
+    assert "hello from tar" in alice_client.get(viewer(tarred)[0], {"member": "logs/1/stderr.log"}).content.decode()
+    inner = alice_client.get(viewer(tarred)[0], {"member": "logs/2/stderr.log.gz"}).content.decode()
+    assert "hello from a gz in a tar" in inner
+
+
+def test_a_zip_with_more_members_than_allowed_lists_none(alice_client, alpha, make_incident, settings):
+    from jobs import logfiles
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for index in range(5):
+            archive.writestr(f"rank{index}.log", "x\n")
+    zipped = add_artifact(make_incident(alpha), "many.zip", buffer.getvalue())
+    assert len(logfiles.archive_members(zipped)) == 5
+    assert logfiles.archive_members(zipped, max_members=4) == []  # counted from the end record, not parsed
+
+
 def test_it_escapes_log_lines_and_file_names(alice_client, alpha, make_incident):
     artifact = add_artifact(make_incident(alpha), "<script>alert('name')</script>.log",
                             "<script>alert('log')</script>\n<a href=\"javascript:alert(1)\">x</a>\n")

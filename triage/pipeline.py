@@ -13,6 +13,7 @@ from triage.commandline import launch_shape, parse_command
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
+from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
 from triage.progress import phase_of_frames
@@ -288,6 +289,11 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
             kinds.remove("reduce_seq_len")
             kinds.insert(0, "reduce_seq_len")
         kinds.append("reduce_batch_size")  # ruled out by the log: last
+    unknown_flag = str(winner.facts.get("flag") or "").lstrip("-").replace("-", "_")
+    if "rename_flag" in kinds and unknown_flag in RENAMES:
+        # a parser refusing a flag that a library release renamed: renaming it is the fix, a pin the fallback
+        kinds.remove("rename_flag")
+        kinds.insert(0, "rename_flag")
     keyword = winner.facts.get("keyword")
     if "rename_flag" in kinds and "pin_versions" in kinds and keyword:
         on_command_line = bool(command) and re.search(rf"--{re.escape(str(keyword))}\b", command)

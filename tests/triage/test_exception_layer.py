@@ -461,3 +461,20 @@ def test_a_quoted_paste_reads_like_the_original(tmp_path):
 def test_a_checkpoint_or_interpreter_newer_than_the_library_is_a_version_mismatch(exception, message, raised_in):
     frames = [{"file": "/srv/train.py", "line": 3, "function": "main"}, {"file": raised_in, "line": 9, "function": "f"}]
     assert exceptions.classify(exception, message, frames)[0] == "version_mismatch"
+
+
+def test_a_sample_over_the_length_limit_is_the_data_pipeline_even_when_refused_by_not_implemented():
+    frames = [{"file": "/opt/rl/utils/torch_functional.py", "line": 9, "function": "postprocess_data"}]
+    category, fixes, _weight = exceptions.classify(
+        "NotImplementedError", "sequence_length=2113 is larger than max_length=2048", frames)
+    assert (category, fixes[0]) == ("data_pipeline", "fix_config")
+
+
+def test_a_flag_a_library_release_renamed_is_renamed_first(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("ValueError: Some specified arguments are not used by the HfArgumentParser: "
+                   "['--evaluation_strategy', 'steps']\n")
+    assert [fix["kind"] for fix in diagnose([log]).fixes][:2] == ["rename_flag", "pin_versions"]
+    other = tmp_path / "other.log"
+    other.write_text("ValueError: Some specified arguments are not used by the HfArgumentParser: ['--scale_factor', '2']\n")
+    assert diagnose([other]).fixes[0]["kind"] == "pin_versions"

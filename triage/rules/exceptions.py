@@ -126,6 +126,10 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"(?:upgrade|update|downgrade) (?:your |the )?\w+|was (?:removed|deprecated|renamed)|"
          r"has no attribute '\w+'.{0,40}(?:module|version)|incompatible version|version mismatch|"
          r"compiled (?:against|with) .{0,40}version"),
+        # a sample longer than the length limit a recipe sets: raise the limit, or filter the long samples
+        ("data_pipeline", ["fix_config", "fix_data_file"], 0.45,
+         r"(?:sequence|prompt|input|response)[ _]?length\W{0,3}\d*.{0,30}\b(?:larger|longer|greater|more) than|"
+         r"exceeds? (?:the )?max(?:imum)?[ _](?:length|seq|prompt|tokens)"),
         ("config_invalid", ["fix_config"], 0.45,
          r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible)|"
          r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
@@ -258,7 +262,9 @@ def explain(
         category, fixes, weight, words = keyword
         # a bug class raised by the user's own code: words about data, configs or versions in its message
         # ("'dict' object has no attribute 'truncated'") describe the bug's variables, not the cause
-        weak = exception in _CODE_BUGS and raised_in_user_code and category in _SOFT_KEYWORDS
+        # (NotImplementedError is raised on purpose, to refuse a setting: its words are the cause)
+        weak = (exception in _CODE_BUGS and exception != "NotImplementedError" and raised_in_user_code
+                and category in _SOFT_KEYWORDS)
         if not weak:
             return category, fixes, weight, f"the message keywords {words!r}"
     module = _by_module(full_name, frames)

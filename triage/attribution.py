@@ -101,11 +101,35 @@ def _timeout_culprit(
     if len(reporters) == 1:
         return reporters[0], "the only rank whose watchdog reported the timeout"
     if reporters:
+        odd = _odd_collective(pool, reporters)
+        if odd is not None:
+            return odd, (
+                "every rank reported the timeout, and this one timed out in a different collective (SeqNum) "
+                "than all the others: it fell out of step with them"
+            )
         stalled = _oldest_progress(collected, reporters)
         if stalled is not None:
             return stalled, "every rank reported the timeout; its last progress is the oldest"
         return None, "every rank reported the timeout; the logs do not show which one stalled"
     return winner.rank, "the rank that reported the timeout"
+
+
+def _odd_collective(pool: list[Candidate], reporters: list[int]) -> int | None:
+    """The one rank whose watchdog names another collective (SeqNum) than every other rank's: the ranks
+    agree on where they are stuck except the one that skipped or repeated a collective."""
+    seq_of: dict[int, set[int]] = {}
+    for item in pool:
+        if item.category == "nccl_timeout" and item.rank is not None and item.facts.get("seq_num") is not None:
+            seq_of.setdefault(item.rank, set()).add(int(item.facts["seq_num"]))
+    if len(seq_of) < 3 or len(seq_of) != len(reporters) or any(len(seqs) != 1 for seqs in seq_of.values()):
+        return None
+    counts: dict[int, list[int]] = {}
+    for rank, seqs in seq_of.items():
+        counts.setdefault(next(iter(seqs)), []).append(rank)
+    if len(counts) != 2:
+        return None
+    lone = [ranks for ranks in counts.values() if len(ranks) == 1]
+    return lone[0][0] if len(lone) == 1 else None
 
 
 def _oldest_progress(collected: Collected, ranks: list[int]) -> int | None:

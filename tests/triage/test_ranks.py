@@ -283,3 +283,17 @@ def test_a_later_files_loading_lines_do_not_undo_the_training_another_file_reach
                        "(exitcode: -9) local_rank: 0 (pid: 20915) of binary: /usr/bin/python3"])
     result = diagnose([write(tmp_path / "node0.log", node0 + "\n"), write(tmp_path / "node1.log", node1 + "\n")])
     assert result.fixes[0]["kind"] == "reduce_dataloader_workers"
+
+
+def test_the_rank_whose_watchdog_names_another_collective_fell_out_of_step(tmp_path):
+    def watchdog(rank, seq):
+        return (f"[rank{rank}]:[E1201 10:30:00.000000 100 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught "
+                f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
+
+    lines = [watchdog(0, 1234), watchdog(1, 1234), watchdog(2, 1233), watchdog(3, 1234)]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")], command="torchrun --nproc_per_node 4 t.py")
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 2)
+    same = [watchdog(rank, 1234) for rank in range(4)]
+    result = diagnose([write(tmp_path / "same.log", "\n".join(same) + "\n")], command="torchrun --nproc_per_node 4 t.py")
+    assert result.failing_rank is None

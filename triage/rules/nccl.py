@@ -15,6 +15,9 @@ def _timeout(match: re.Match) -> dict:
     op = re.search(r"OpType=(\w+)", match.string)
     if op:
         out["op"] = op.group(1)
+    seq = re.search(r"SeqNum=(\d+)", match.string)
+    if seq:
+        out["seq_num"] = int(seq.group(1))
     return out
 
 

@@ -6,9 +6,11 @@ once per artifact by one pass over its bytes, holds:
 
 - the byte offset of every STEP-th line (lines as the page reader counts them: `\\n`, `\\r\\n` and
   a lone `\\r` each end one), so "page at line K" is a seek and at most STEP lines read;
-- for every rank, the numbers of the lines that `jobs.logfiles.rank_matcher(rank)` keeps (every
-  prefix form: `[rank3]:`, `[default3]:`, `3: `, `[1,3]<`, `rank 3` in the text), so "only rank R"
-  reads only the STEP-line blocks where rank R printed, and a page of rank R is a few seeks.
+- for every rank, the runs of STEP-line blocks where a line of that rank may be (every prefix
+  form `jobs.logfiles.rank_matcher` knows: `[rank3]:`, `[default3]:`, `3: `, `[1,3]<`, `rank 3` in
+  the text), so "only rank R" reads only the blocks where rank R printed. The blocks are a
+  superset found with cheap patterns; the lines read from them are still kept or dropped by
+  rank_matcher itself, so the answer is the scan's, line for line.
 
 A text search reads the blocks it needs in order, at most `byte_budget` bytes, and reports where
 it stopped (`SearchResult.next_from`: the first line it did not look at).
@@ -43,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 VERSION = 1
 MAGIC = b"TRIAGE-LOGINDEX\n"
-STEP = 512  # a sampled offset every STEP lines
+STEP = 64  # a sampled offset every STEP lines; rank runs are kept per block of STEP lines
 BUILD_BLOCK = 8 * 1024 * 1024
 READ_BLOCK = 8 * 1024 * 1024
 MAX_CARRY = 64 * 1024 * 1024  # a "line" longer than this without a line end: not indexed
@@ -52,12 +54,15 @@ LAZY_BUILD_MAX_BYTES = 1024 * 1024 * 1024  # the viewer builds an index on first
 MAX_RANKS = 4096  # distinct ranks indexed per file; more: rank filters fall back to the scan
 FINGERPRINT_BYTES = 64 * 1024
 
-# Every form triage.ranks.rank_line_pattern(n) accepts, for all n at once: the number is group 1..4.
-# A line starts after a line feed, or after a lone carriage return (the page reader's universal newlines).
-_ANY_RANK_FORM = (rb"\[(?:default|rank)(\d{1,7})\]|\[\d{1,4},(\d{1,7})\]<|"
-                  rb"%s[ \t\x0b\x0c]{0,4}(\d{1,7}): |\brank ?(\d{1,7})\b")
-_ANY_RANK = re.compile(_ANY_RANK_FORM % rb"^", re.IGNORECASE | re.MULTILINE)
-_ANY_RANK_CR = re.compile(_ANY_RANK_FORM % rb"(?:^|(?<=\r))", re.IGNORECASE | re.MULTILINE)
+# Which ranks a block of lines may hold, on the lower-cased bytes: each pattern finds at least the
+# numbers triage.ranks.rank_line_pattern(n) would (it adds a few, e.g. "prank 3": never fewer).
+_RANK_WORD = re.compile(rb"rank ?(\d{1,9})")  # "[rank3]", "rank 3", "rank3"
+_RANK_BRACKET = re.compile(rb"(?:\[default|\[[^\],\n\r]{1,16},)(\d{1,9})\]")  # "[default3]", "[1,3]<"
+_RANK_LABEL = re.compile(rb"[\n\r][^\n\r\d]{0,16}(\d{1,9}): ")  # srun --label "3: " after a line end
+# The same after a line feed and ASCII spaces: a one-byte literal start keeps it fast. Pieces with a
+# lone CR or a line starting with non-ASCII bytes (a Unicode space?) take the wide pattern too.
+_RANK_LABEL_ASCII = re.compile(rb"\n[ \t\x0b\x0c\x1c-\x1f]{0,4}(\d{1,9}): ")
+_NON_ASCII_LINE_START = re.compile(rb"\n[ \t\x0b\x0c\x1c-\x1f]{0,4}[\x80-\xff]")
 _LINE_ENDS = re.compile(rb"(\r\n|\r|\n)")
 
 
@@ -95,21 +100,17 @@ def _identity(path: str, handle) -> dict:
             "inode": stat.st_ino, "fingerprint": digest}
 
 
-def _rank_of(match) -> int | None:
-    digits = match.group(match.lastindex)
-    if len(digits) > 1 and digits[:1] == b"0":  # "rank03" is not rank 3 to rank_line_pattern
-        return None
-    return int(digits)
-
-
-def _line_ends(block: bytes) -> list[int]:
-    """Offsets just past each line end in `block` (a lone CR ends a line, as in the page reader)."""
+def _line_ends(block: bytes):
+    """(number of line ends in `block`, end_at) where end_at(i) is the offset just past the i-th
+    line end (a lone CR ends a line, as in the page reader). Per-line work stays in C."""
     if b"\r" not in block:
         parts = block.split(b"\n")
         parts.pop()
-        return list(accumulate(len(part) + 1 for part in parts))
+        cumulative = list(accumulate(map(len, parts)))
+        return len(cumulative), lambda i: cumulative[i] + i + 1
     pieces = _LINE_ENDS.split(block)
-    return list(accumulate(map(len, pieces)))[1::2]
+    ends = list(accumulate(map(len, pieces)))[1::2]
+    return len(ends), ends.__getitem__
 
 
 class LineIndex:
@@ -128,19 +129,19 @@ class LineIndex:
     def ranks(self) -> list[int]:
         return sorted(int(rank) for rank in self.header["ranks"])
 
-    def rank_lines(self, rank: int) -> array:
-        """The numbers of the lines rank_matcher(rank) keeps, ascending."""
+    def rank_blocks(self, rank: int) -> array:
+        """The blocks (of STEP lines, from 0) that may hold lines of `rank`, ascending."""
         rank = int(rank)
         if rank not in self._ranks:
             entry = self.header["ranks"].get(str(rank))
-            lines = array("I")
+            blocks = array("I")
             if entry:
                 position, length, _count = entry
                 with open(self._blob_file, "rb") as handle:
                     handle.seek(self._blob_start + position)
-                    lines.frombytes(zlib.decompress(handle.read(length)))
-                lines = array("I", accumulate(lines))  # stored as deltas
-            self._ranks[rank] = lines
+                    blocks.frombytes(zlib.decompress(handle.read(length)))
+                blocks = array("I", accumulate(blocks))  # stored as deltas
+            self._ranks[rank] = blocks
         return self._ranks[rank]
 
     def block_span(self, first: int, last: int) -> tuple[int, int]:
@@ -152,11 +153,30 @@ class LineIndex:
         return (line - 1) // self.step
 
 
+def _rank_finders(lowered: bytes) -> list:
+    """The patterns worth running on this piece: most logs have no srun labels or mpirun tags."""
+    finders = [(_RANK_WORD, 0)]
+    if b"[default" in lowered or b"]<" in lowered:
+        finders.append((_RANK_BRACKET, 0))
+    if _RANK_LABEL_ASCII.search(lowered):
+        finders.append((_RANK_LABEL_ASCII, 1))
+    if b"\r" in lowered or _NON_ASCII_LINE_START.search(lowered):
+        finders.append((_RANK_LABEL, 1))
+    return finders
+
+
+def _ranks_between(finders, lowered: bytes, start: int, end: int) -> set[int]:
+    found = set()
+    for pattern, back in finders:  # back: the label patterns start on the line end before the line
+        found.update(pattern.findall(lowered, start - back, end))
+    return {int(digits) for digits in found}
+
+
 def build(path: str, destination: Path | None = None) -> LineIndex:
     """Read the file once and write its index atomically; return it loaded."""
     destination = destination or index_path(path)
     offsets = array("Q")
-    ranks: dict[int, list] = {}
+    ranks: dict[int, array] = {}
     ranks_complete = True
     lines = 0  # lines completed so far
     with open(path, "rb") as handle:
@@ -179,30 +199,35 @@ def build(path: str, destination: Path | None = None) -> LineIndex:
             else:
                 cut = len(block)  # the last line, without an end
             block, carry = block[:cut], block[cut:]
-            ends = _line_ends(block)
-            if chunk == b"" and (not ends or ends[-1] < len(block)):
-                ends.append(len(block))  # a last line without its end is a line too
-            # the sampled starts of lines lines+1 .. lines+len(ends) that fall on the step
-            first_sample = -(-lines // STEP) * STEP  # smallest multiple of STEP >= lines (0-based line)
-            for line0 in range(first_sample, lines + len(ends), STEP):
-                within = line0 - lines
-                offsets.append(position + (ends[within - 1] if within else 0))
+            count, end_at = _line_ends(block)
+            if not chunk and (not count or end_at(count - 1) < len(block)):
+                count += 1  # a last line without its end is a line too
+            # blocks of STEP lines that start here: line (0-based) k*STEP starts at a sampled offset
+            first_sample = -(-lines // STEP) * STEP
+            starts = [(line0 - lines, position + (end_at(line0 - lines - 1) if line0 > lines else 0))
+                      for line0 in range(first_sample, lines + count, STEP)]
             if ranks_complete:
-                for match in (_ANY_RANK_CR if b"\r" in block else _ANY_RANK).finditer(block):
-                    rank = _rank_of(match)
-                    if rank is None:
-                        continue
-                    number = lines + 1 + bisect_left(ends, match.start() + 1)
-                    found = ranks.get(rank)
-                    if found is None:
-                        if len(ranks) >= MAX_RANKS:
-                            ranks_complete = False
-                            ranks.clear()
-                            break
-                        found = ranks[rank] = array("I")
-                    if not found or found[-1] != number:
-                        found.append(number)
-            lines += len(ends)
+                lowered = b"\n" + block.lower()  # a line end before the first line, for _RANK_LABEL
+                # the lines before the first sampled start belong to the previous block
+                spans = [(len(offsets) - 1, 1)] if first_sample > lines and offsets else []
+                spans += [(len(offsets) + n, offset - position + 1) for n, (_, offset) in enumerate(starts)]
+                finders = _rank_finders(lowered)
+                for n, (number, begin) in enumerate(spans):
+                    end = spans[n + 1][1] if n + 1 < len(spans) else len(lowered)
+                    for rank in _ranks_between(finders, lowered, begin, end):
+                        found = ranks.get(rank)
+                        if found is None:
+                            if len(ranks) >= MAX_RANKS:
+                                ranks_complete = False
+                                break
+                            found = ranks[rank] = array("I")
+                        if not found or found[-1] != number:
+                            found.append(number)
+                    if not ranks_complete:
+                        ranks.clear()
+                        break
+            offsets.extend(offset for _, offset in starts)
+            lines += count
             position += len(block)
             if not chunk:
                 break
@@ -213,10 +238,10 @@ def build(path: str, destination: Path | None = None) -> LineIndex:
     blobs.append(packed)
     where += len(packed)
     header["ranks"] = {}
-    for rank, numbers in sorted(ranks.items()):
-        deltas = array("I", (b - a for a, b in zip([0, *numbers[:-1]], numbers)))
+    for rank, blocks in sorted(ranks.items()):
+        deltas = array("I", (b - a for a, b in zip([0, *blocks[:-1]], blocks)))
         packed = zlib.compress(deltas.tobytes(), 1)
-        header["ranks"][str(rank)] = [where, len(packed), len(numbers)]
+        header["ranks"][str(rank)] = [where, len(packed), len(blocks)]
         blobs.append(packed)
         where += len(packed)
     encoded = json.dumps(header, separators=(",", ":")).encode()
@@ -373,7 +398,7 @@ def _blocks_lines(handle, index: LineIndex, first: int, last: int):
 
 def read_page(index: LineIndex, *, start: int, rank, highlight, query: str, size: int, page):
     """Fill `page` (a jobs.logfiles.LogPage) through the index; same lines as the page reader's scan."""
-    from jobs.logfiles import _clip
+    from jobs.logfiles import _clip, rank_matcher
 
     needle = query.lower()
 
@@ -394,30 +419,22 @@ def read_page(index: LineIndex, *, start: int, rank, highlight, query: str, size
                     break
                 page.lines.append(row(number, raw))
             return page
-        numbers = index.rank_lines(rank)
-        at = bisect_left(numbers, start)
-        wanted = numbers[at:at + size + 1]
-        if len(wanted) > size:
-            page.has_next, page.next_start = True, wanted[size]
-            wanted = wanted[:size]
-        for number, raw in _numbered(handle, index, wanted):
-            page.lines.append(row(number, raw))
+        keep = rank_matcher(rank)
+        blocks = index.rank_blocks(rank)
+        blocks = blocks[bisect_left(blocks, index.block_of(start)):]
+        for first, last in _runs(blocks):
+            for number, raw in _blocks_lines(handle, index, first, last):
+                if number < start:
+                    continue
+                text = _decode(raw)
+                if not keep(text):
+                    continue
+                if len(page.lines) >= size:
+                    page.has_next, page.next_start = True, number
+                    return page
+                page.lines.append((number, _clip(text), bool(needle) and needle in text.lower()
+                                   or number == highlight))
     return page
-
-
-def _numbered(handle, index: LineIndex, wanted):
-    """(number, raw line) for each wanted line number (ascending), reading only their blocks."""
-    wanted_blocks = sorted({index.block_of(number) for number in wanted})
-    position = 0
-    for first, last in _runs(wanted_blocks):
-        for number, raw in _blocks_lines(handle, index, first, last):
-            while position < len(wanted) and wanted[position] < number:
-                position += 1
-            if position >= len(wanted):
-                return
-            if wanted[position] == number:
-                yield number, raw
-                position += 1
 
 
 def _runs(blocks):
@@ -447,15 +464,13 @@ def search(index: LineIndex, needle: bytes, *, rank, from_line: int, limit: int,
     if rank is None:
         blocks = range(index.block_of(from_line), index.block_of(index.lines) + 1)
     else:
-        numbers = index.rank_lines(rank)
-        numbers = numbers[bisect_left(numbers, from_line):]
-        if not numbers:
-            return result
-        blocks = sorted({index.block_of(number) for number in numbers})
+        from jobs.logfiles import rank_matcher
 
-        def keep(number, _numbers=numbers):
-            at = bisect_left(_numbers, number)
-            return at < len(_numbers) and _numbers[at] == number
+        blocks = index.rank_blocks(rank)
+        blocks = blocks[bisect_left(blocks, index.block_of(from_line)):]
+        if not blocks:
+            return result
+        keep = rank_matcher(rank)
 
     read = 0
     with open(index.path, "rb") as handle:
@@ -475,7 +490,7 @@ def search(index: LineIndex, needle: bytes, *, rank, from_line: int, limit: int,
                     data = data[:cut]
                     if not _scan(data, first_line, needle, keep, from_line, limit, result):
                         result.complete = False
-                        result.next_from = max(from_line, first_line + len(_line_ends(data)))
+                        result.next_from = max(from_line, first_line + _line_ends(data)[0])
                     return result
                 data = handle.read(end - start)
                 read += len(data)
@@ -508,9 +523,12 @@ def _scan(data: bytes, first_line: int, needle: bytes, keep, from_line: int, lim
             end = len(data) if end < 0 else end
             line += data.count(b"\n", counted, begin)
         counted, position = begin, end + 1
-        if line < from_line or (keep is not None and not keep(line)):
+        if line < from_line:
+            continue
+        text = _decode(data[begin:end])
+        if keep is not None and not keep(text):
             continue
         if len(result.matches) >= limit:
             result.complete, result.next_from = False, line
             return True
-        result.matches.append((line, _clip(_decode(data[begin:end]))))
+        result.matches.append((line, _clip(text)))

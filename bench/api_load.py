@@ -132,6 +132,23 @@ def load(port, key, body, boundary, *, clients, requests, warmup):
     return sorted(latencies), statuses, time.perf_counter() - started
 
 
+def server_cpu_s(root_pid: int) -> float:
+    """User + system CPU seconds of the gunicorn master and its workers so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry.name), int(fields[1])
+        if pid == root_pid or ppid == root_pid:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def percentile(ms, p):
     return ms[min(len(ms) - 1, int(round(p / 100 * (len(ms) - 1))))]
 
@@ -143,9 +160,12 @@ def run(args):
     small = multipart(make_log(2048), boundary)
     var_dir = Path(tempfile.mkdtemp(prefix="triage-bench-"))
     server, port, key = setup_server(args, var_dir)
+    load_before = os.getloadavg()[0]
     try:
+        cpu_before = server_cpu_s(server.pid)
         latencies, statuses, wall = load(port, key, body, boundary, clients=args.clients,
                                          requests=args.requests, warmup=args.warmup)
+        server_cpu = server_cpu_s(server.pid) - cpu_before
         small_latencies, small_statuses, small_wall = load(port, key, small, boundary, clients=8,
                                                            requests=args.small_requests, warmup=16)
     finally:
@@ -161,6 +181,9 @@ def run(args):
           f"max={ms[-1]:.0f} ms  mean={statistics.mean(ms):.0f} ms  "
           f"throughput={(args.requests + args.warmup) / wall:.1f} req/s "
           f"({(args.requests + args.warmup) * len(body) / wall / 1e6:.0f} MB/s)")
+    print(f"server CPU per {args.size_mb} MB submit: {server_cpu / (args.requests + args.warmup) * 1000:.0f} ms "
+          f"(gunicorn master + workers, user + system); load average before the run: {load_before:.1f} "
+          f"on {os.cpu_count()} CPUs shared with whatever else runs")
     print("goal p99 < 1000 ms (5 MB, 16 clients):", "met" if percentile(ms, 99) < 1000 else "NOT met")
     small_ms = [value * 1000 for value in small_latencies]
     print(f"small logs: 8 clients, {len(small_ms)} submits, statuses={small_statuses}, "

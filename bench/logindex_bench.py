@@ -97,7 +97,7 @@ def main() -> int:
             path = folder / "big.log"
             write_log(path, block, args.size_mb)
             artifact = SimpleNamespace(original_name="big.log",
-                                       file=SimpleNamespace(path=str(path), open=lambda mode="rb": open(path, mode)))
+                                       file=SimpleNamespace(path=str(path), open=lambda mode="rb", path=path: open(path, mode)))
             size = path.stat().st_size / MB
             print(f"== {shape}: {size:.0f} MB log, search 'outofmemoryerror' for rank 3")
             scan, scan_s = without_index(logfiles.search, artifact, "outofmemoryerror", rank=3)

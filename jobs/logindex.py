@@ -50,7 +50,7 @@ BUILD_BLOCK = 8 * 1024 * 1024
 READ_BLOCK = 8 * 1024 * 1024
 MAX_CARRY = 64 * 1024 * 1024  # a "line" longer than this without a line end: not indexed
 INDEX_MIN_BYTES = 8 * 1024 * 1024  # smaller logs are scanned as before (a few ms)
-LAZY_BUILD_MAX_BYTES = 1024 * 1024 * 1024  # the viewer builds an index on first use up to this size
+LAZY_BUILD_MAX_BYTES = 512 * 1024 * 1024  # the viewer builds a missing index on first use up to this size
 MAX_RANKS = 4096  # distinct ranks indexed per file; more: rank filters fall back to the scan
 FINGERPRINT_BYTES = 64 * 1024
 
@@ -239,7 +239,7 @@ def build(path: str, destination: Path | None = None) -> LineIndex:
     where += len(packed)
     header["ranks"] = {}
     for rank, blocks in sorted(ranks.items()):
-        deltas = array("I", (b - a for a, b in zip([0, *blocks[:-1]], blocks)))
+        deltas = array("I", (b - a for a, b in zip([0, *blocks[:-1]], blocks, strict=True)))
         packed = zlib.compress(deltas.tobytes(), 1)
         header["ranks"][str(rank)] = [where, len(packed), len(blocks)]
         blobs.append(packed)

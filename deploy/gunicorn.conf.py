@@ -15,8 +15,8 @@ bind = os.environ.get("TRIAGE_BIND", "0.0.0.0:8000")
 worker_class = "gthread"
 # Two processes a core: uploads are CPU-bound Python (parsing, masking), and separate processes
 # share the cores more fairly than threads under one GIL (16 clients x 5 MB: p99 0.78 s with 4x4
-# on 2 cores, 1.04 s with 2x4, one noisy sample each; 2x4 spends less CPU per submit, 47 against
-# 63-79 ms, so it may win once the machine is not shared). Threads cover requests that wait on
+# on 2 cores, 1.04 s with 2x4; after the one-pass upload work, three runs each on the shared
+# machine: 4x4 p99 0.72/0.96/2.16 s, 2x4 1.25/1.28/1.47 s). Threads cover requests that wait on
 # PostgreSQL.
 workers = int(os.environ.get("TRIAGE_WEB_WORKERS", str(max(2, min(8, 2 * (os.cpu_count() or 1))))))
 threads = int(os.environ.get("TRIAGE_WEB_THREADS", "4"))

@@ -114,7 +114,7 @@ def _line_ends(block: bytes):
 
 
 class LineIndex:
-    """A loaded index: sampled offsets in memory, per-rank line numbers read on demand."""
+    """A loaded index: sampled offsets in memory, per-rank block runs read on demand."""
 
     def __init__(self, path: str, header: dict, offsets: array, blob_file: Path, blob_start: int):
         self.path, self.header, self.offsets = path, header, offsets

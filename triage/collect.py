@@ -102,7 +102,7 @@ class Collector:
         assemblers = Assemblers()  # {rank: TracebackAssembler}; knows repeated openers of any rank
         follow = 0
         for lineno, raw in scanner:
-            if self.pending_message is None and assemblers.repeated(raw):
+            if assemblers.repeated(raw) and self.pending_message is None:
                 # still read the lines after it, as its first parse asked (its rank has a traceback open)
                 scanner.follow = max(scanner.follow, follow, OPEN_TRACEBACK_FOLLOW)
                 continue

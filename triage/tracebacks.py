@@ -67,9 +67,11 @@ class Assemblers(dict):
         super().__setitem__(rank, assembler)
 
     def repeated(self, raw: bytes) -> bool:
+        """Call it for every line, in order: it also notes the opener line about to be parsed."""
         self._candidate = None
         if len(raw) >= MAX_OPENER_BYTES or _HEADER_BYTES not in raw:
             return False
+        self._candidate = raw  # if the caller parses it after all, remember what it opens
         opened = self._opened.get(raw)
         if opened is not None:
             assembler, traceback = opened
@@ -77,7 +79,6 @@ class Assemblers(dict):
                 self.skipped += 1
                 return True
             del self._opened[raw]
-        self._candidate = raw
         return False
 
     def _remember(self, assembler: TracebackAssembler) -> None:

@@ -2,7 +2,7 @@
 """Load benchmark: 16 concurrent clients submitting a 5 MB log, then small logs, to a locally
 started gunicorn run with the production settings (deploy/gunicorn.conf.py: threaded workers).
 
-    .venv/bin/python bench/api_load.py [--clients 16] [--requests 160] [--size-mb 5] [--workers 4]
+    .venv/bin/python bench/api_load.py [--clients 16] [--requests 160] [--size-mb 5] [--workers 4] [--nginx]
 
 Uses a throwaway var folder (SQLite, filesystem broker, media) unless TRIAGE_DATABASE_URL is set;
 the diagnosis worker does not run. Prints p50/p90/p99 of the submit round trip (goal for 5 MB:
@@ -132,6 +132,48 @@ def load(port, key, body, boundary, *, clients, requests, warmup):
     return sorted(latencies), statuses, time.perf_counter() - started
 
 
+def start_nginx(web_port: int, var_dir: Path):
+    """Debian's nginx with deploy/nginx.conf (as tests/chaos runs it) in front of gunicorn."""
+    sys.path.insert(0, str(REPO))
+    from tests.chaos.rig import nginx_config
+
+    port, folder = free_port(), var_dir / "nginx"
+    var_dir.chmod(0o711)  # nginx's workers (www-data) reach their temp folders through it
+    for sub in ("body", "proxy"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+        (folder / sub).chmod(0o777)  # nginx's workers drop root
+    folder.chmod(0o777)
+    (folder / "nginx.conf").write_text(nginx_config(web_port, port, folder))
+    process = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(folder / "nginx.conf"),
+                                "-p", str(folder), "-e", str(folder / "error.log"), "-g", "daemon off;"])
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return process, port
+        except OSError:
+            time.sleep(0.2)
+    process.terminate()
+    raise SystemExit("nginx did not start")
+
+
+def server_cpu_s(*root_pids: int) -> float:
+    """User + system CPU seconds of the servers and their workers so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry.name), int(fields[1])
+        if pid in root_pids or ppid in root_pids:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def percentile(ms, p):
     return ms[min(len(ms) - 1, int(round(p / 100 * (len(ms) - 1))))]
 
@@ -143,24 +185,39 @@ def run(args):
     small = multipart(make_log(2048), boundary)
     var_dir = Path(tempfile.mkdtemp(prefix="triage-bench-"))
     server, port, key = setup_server(args, var_dir)
+    load_before = os.getloadavg()[0]
+    proxy = None
     try:
+        pids = [server.pid]
+        if args.nginx:
+            proxy, port = start_nginx(port, var_dir)
+            pids.append(proxy.pid)
+        cpu_before = server_cpu_s(*pids)
         latencies, statuses, wall = load(port, key, body, boundary, clients=args.clients,
                                          requests=args.requests, warmup=args.warmup)
+        server_cpu = server_cpu_s(*pids) - cpu_before
         small_latencies, small_statuses, small_wall = load(port, key, small, boundary, clients=8,
                                                            requests=args.small_requests, warmup=16)
     finally:
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait(timeout=30)
         server.terminate()
         server.wait(timeout=30)
         shutil.rmtree(var_dir, ignore_errors=True)
 
     ms = [value * 1000 for value in latencies]
     print(f"clients={args.clients} requests={len(ms)} (+{args.warmup} warm-up) log={args.size_mb} MB "
-          f"gunicorn gthread workers={args.workers} threads={args.threads} cpus={os.cpu_count()}")
+          f"gunicorn gthread workers={args.workers} threads={args.threads} cpus={os.cpu_count()}"
+          + (" behind nginx (deploy/nginx.conf)" if args.nginx else ""))
     print(f"statuses={statuses}")
     print(f"p50={percentile(ms, 50):.0f} ms  p90={percentile(ms, 90):.0f} ms  p99={percentile(ms, 99):.0f} ms  "
           f"max={ms[-1]:.0f} ms  mean={statistics.mean(ms):.0f} ms  "
           f"throughput={(args.requests + args.warmup) / wall:.1f} req/s "
           f"({(args.requests + args.warmup) * len(body) / wall / 1e6:.0f} MB/s)")
+    print(f"server CPU per {args.size_mb} MB submit: {server_cpu / (args.requests + args.warmup) * 1000:.0f} ms "
+          f"({'nginx + ' if args.nginx else ''}gunicorn master + workers, user + system); load average before the run: {load_before:.1f} "
+          f"on {os.cpu_count()} CPUs shared with whatever else runs")
     print("goal p99 < 1000 ms (5 MB, 16 clients):", "met" if percentile(ms, 99) < 1000 else "NOT met")
     small_ms = [value * 1000 for value in small_latencies]
     print(f"small logs: 8 clients, {len(small_ms)} submits, statuses={small_statuses}, "
@@ -179,6 +236,7 @@ def main():
     parser.add_argument("--workers", type=int, default=max(2, min(8, 2 * (os.cpu_count() or 1))))
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--small-requests", type=int, default=200)
+    parser.add_argument("--nginx", action="store_true", help="submit through nginx with deploy/nginx.conf")
     parser.add_argument("--redis", action="store_true",
                         help="use TRIAGE_REDIS_URL as broker and cache (default: filesystem broker, local cache)")
     sys.exit(run(parser.parse_args()))

@@ -8,8 +8,11 @@
    measured in the same run: the same patterns with the hint scan done by the standard library
    instead of Hyperscan. Goal: >= 150 MB/s on the typical log.
 2. Log viewer search: a rank-filtered search over a 128 MB log through the block scan
-   (jobs.logfiles.search) against the line-by-line reader it replaces for plain files.
-3. The engine on 1e6 repeated traceback openers, against as many ordinary lines.
+   (jobs.logfiles.search without its line index) against the line-by-line reader it replaced for
+   plain files. The line index itself: bench/logindex_bench.py.
+3. The engine on 1e6 traceback openers: one rank, two ranks alternating, eight interleaved,
+   against as many ordinary lines; the interleaved floods also through the previous bound (only an
+   opener identical to the line before it skipped), measured in the same run.
 4. The fault table: runs tests/chaos/test_faults.py (real Redis, workers, beat and gunicorn on the
    test database, via scripts/test-services.sh) and prints each injected fault with how many
    incidents survived it and how many were lost.
@@ -97,8 +100,9 @@ def log_search(size_mb: int) -> None:
     django.setup()
     from types import SimpleNamespace
 
-    from jobs import logfiles
+    from jobs import logfiles, logindex
 
+    logindex.usable = lambda *args, **kwargs: None  # the scans only: bench/logindex_bench.py times the index
     folder = Path(tempfile.mkdtemp(prefix="bench-logsearch-"))
     path = folder / "big.log"
     with open(path, "wb") as handle:
@@ -127,23 +131,62 @@ def log_search(size_mb: int) -> None:
           f"({size_mb / slow_s:.0f} MB/s)")
 
 
-def repeated_openers(count: int) -> None:
+class _ConsecutiveOnly:
+    """The bound before issue 15's follow-up: only an opener identical to the line just before it
+    was skipped (triage.tracebacks.repeated_opener), so ranks taking turns defeated it."""
+
+    def __new__(cls):
+        from triage.tracebacks import Assemblers, repeated_opener
+
+        class Assemblers_(Assemblers):
+            previous = None
+
+            def repeated(self, raw):
+                skip = repeated_opener(raw, self.previous)
+                self.previous = raw
+                return skip
+
+        return Assemblers_()
+
+
+def repeated_openers(count: int, baseline_count: int) -> None:
     import triage
+    from triage import collect
 
     folder = Path(tempfile.mkdtemp(prefix="bench-openers-"))
-    flood, normal = folder / "flood.log", folder / "normal.log"
-    flood.write_bytes(b"Traceback (most recent call last):\n" * count + b"KeyError: 'x'\n")
-    normal.write_bytes(b"[rank0]: step 1 loss 2.0 lr 1e-5 tokens/s=1843\n" * count + b"KeyError: 'x'\n")
-    timings = {}
-    for name, path in (("openers", flood), ("normal lines", normal)):
+    header = b"Traceback (most recent call last):\n"
+    tail = b"KeyError: 'x'\n"
+    logs = {
+        "one rank": lambda n: header * n + tail,
+        "two ranks alternating": lambda n: (b"[rank0]: " + header + b"[rank1]: " + header) * (n // 2) + tail,
+        "eight ranks interleaved": lambda n: b"".join(b"[rank%d]: %s" % ((i * 5) % 8, header) for i in range(n)) + tail,
+        "ordinary lines": lambda n: b"[rank0]: step 1 loss 2.0 lr 1e-5 tokens/s=1843\n" * n + tail,
+    }
+
+    def timed(name: str, n: int) -> float:
+        path = folder / "flood.log"
+        path.write_bytes(logs[name](n))
         started = time.perf_counter()
         triage.diagnose([str(path)])
-        timings[name] = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
         path.unlink()
+        return elapsed
+
+    print(f"== engine: {count:,} traceback openers (`Traceback (most recent call last):`) in one log")
+    for name in logs:
+        elapsed = timed(name, count)
+        print(f"{name:>24}: {elapsed:6.2f} s ({elapsed / count * 1e6:5.1f} us/line)")
+    real = collect.Assemblers
+    collect.Assemblers = _ConsecutiveOnly  # the previous bound, measured in the same run
+    try:
+        for name in ("two ranks alternating", "eight ranks interleaved"):
+            elapsed = timed(name, baseline_count)
+            print(f"{name:>24}: {elapsed:6.2f} s ({elapsed / baseline_count * 1e6:5.1f} us/line) for "
+                  f"{baseline_count:,} lines   baseline: only consecutive repeats skipped"
+                  + (f", {elapsed * count / baseline_count:.0f} s scaled to {count:,}" if baseline_count != count else ""))
+    finally:
+        collect.Assemblers = real
     folder.rmdir()
-    print(f"== engine: {count:,} repeated `Traceback (most recent call last):` lines: {timings['openers']:.2f} s "
-          f"({timings['openers'] / count * 1e6:.1f} us/line); baseline, {count:,} ordinary lines: "
-          f"{timings['normal lines']:.2f} s")
 
 
 def fault_table() -> bool:
@@ -172,12 +215,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mask-mb", type=int, default=64)
     parser.add_argument("--search-mb", type=int, default=128)
-    parser.add_argument("--no-chaos", action="store_true", help="only the masking figures")
+    parser.add_argument("--openers", type=int, default=1_000_000)
+    parser.add_argument("--openers-baseline", type=int, default=1_000_000,
+                        help="lines for the previous bound's run (it costs ~25 us a line)")
+    parser.add_argument("--no-chaos", action="store_true", help="skip the fault table")
+    parser.add_argument("--only", choices=("masking", "search", "openers", "chaos"),
+                        help="run one section (the log index has its own bench: bench/logindex_bench.py)")
     args = parser.parse_args()
-    ok = masking(args.mask_mb)
-    log_search(args.search_mb)
-    repeated_openers(1_000_000)
-    if not args.no_chaos:
+    ok = True
+    if args.only in (None, "masking"):
+        ok = masking(args.mask_mb)
+    if args.only in (None, "search"):
+        log_search(args.search_mb)
+    if args.only in (None, "openers"):
+        repeated_openers(args.openers, args.openers_baseline)
+    if args.only == "chaos" or (args.only is None and not args.no_chaos):
         ok = fault_table() and ok
     return 0 if ok else 1
 

@@ -112,6 +112,8 @@ STORAGES = {
 
 # Uploads: every file is streamed to disk; nothing big is held in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
+# Uploads go to temporary files, text masked and hashed in the same pass (jobs/uploadhandlers.py).
+FILE_UPLOAD_HANDLERS = ["jobs.uploadhandlers.MaskingUploadHandler"]
 FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "upload-tmp")  # swept of what a killed process left (jobs.staging)
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

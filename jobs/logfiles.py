@@ -13,6 +13,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from jobs import logindex
 from triage import archives
 from triage.archives import READ_ERRORS
 from triage.errors import UnusableInput
@@ -68,6 +69,14 @@ def _clip(text: str) -> str:
 
 
 
+def _line_index(artifact, member: str, rank, build: bool = True):
+    """The artifact's line index (jobs.logindex) when it can answer; None: scan as before."""
+    index = logindex.usable(artifact, member, build_missing=build)
+    if index is None or (rank is not None and not index.ranks_complete):
+        return None
+    return index
+
+
 def rank_matcher(rank):
     """A predicate for lines that a given rank printed, by the usual launcher prefixes."""
     if rank is None:
@@ -95,6 +104,14 @@ def read_page(artifact, *, start: int = 1, member: str = "", rank=None, highligh
     keep = rank_matcher(rank)
     needle = query.lower()
     page = LogPage(start=start, has_previous=start > 1, previous_start=max(1, start - size) if start > 1 else None)
+    index = _line_index(artifact, member, rank, build=rank is not None or start > 4 * 512)
+    if index is not None:  # a seek instead of reading every line before `start` (jobs.logindex)
+        try:
+            return logindex.read_page(index, start=start, rank=rank, highlight=highlight, query=query,
+                                      size=size, page=page)
+        except OSError as error:
+            page.error = f"This file cannot be read: {error.__class__.__name__}"
+            return page
     try:
         with open_lines(artifact, member) as stream:
             for number, text in enumerate(stream, start=1):
@@ -214,6 +231,14 @@ def search(artifact, query: str, *, member: str = "", rank=None, from_line: int 
     read = 0
     if not needle:
         return result
+    index = _line_index(artifact, member, rank) if needle.isascii() and not {"\n", "\r"} & set(needle) else None
+    if index is not None:  # only the blocks that can hold a match, bounded (jobs.logindex)
+        try:
+            return logindex.search(index, needle.encode(), rank=rank, from_line=from_line, limit=limit,
+                                   byte_budget=byte_budget, result=result)
+        except OSError as error:
+            result.error = f"This file cannot be read: {error.__class__.__name__}"
+            return result
     path = _local_plain_path(artifact, member)
     if path is not None and needle.isascii() and "\n" not in needle:
         try:

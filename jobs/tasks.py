@@ -33,6 +33,7 @@ from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 import triage
+from jobs import logindex
 from jobs.limits import upload_limits
 from jobs.models import Artifact, Diagnosis, Incident
 from jobs.signals import diagnosis_saved, incident_finished
@@ -126,7 +127,10 @@ def diagnose_incident(self, incident_pk: int) -> str:
     try:
         diagnosis = run_engine(Incident.objects.get(pk=incident_pk))
         beat.stop()
-        return "diagnosed" if save_diagnosis(incident_pk, diagnosis, token=beat.token) else "skipped"
+        if not save_diagnosis(incident_pk, diagnosis, token=beat.token):
+            return "skipped"
+        logindex.build_for_incident(incident_pk)  # the log viewer's seeks; never raises
+        return "diagnosed"
     except SoftTimeLimitExceeded:
         mark_failed(incident_pk, f"The diagnosis took longer than {settings.TRIAGE_DIAGNOSE_TIME_LIMIT} s.")
         return "failed"
@@ -231,7 +235,9 @@ def sweep_incidents() -> dict:
 
 @shared_task(name="jobs.tasks.sweep_orphan_files", ignore_result=True, soft_time_limit=600, time_limit=660)
 def sweep_orphan_files() -> dict:
-    return sweep_orphans()
+    removed = sweep_orphans()
+    removed["log_indexes"] = logindex.sweep_stale()
+    return removed
 
 
 def layout(incident: Incident, folder: Path) -> dict:

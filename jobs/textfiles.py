@@ -59,27 +59,42 @@ def write_masked(source, handle) -> tuple[int, str]:
     A line longer than a block is cut at a space where no secret can straddle the cut
     (triage.secrets.safe_cut), so a token crossing any byte offset of a long line is still masked.
     """
-    hasher, size, carry = hashlib.sha256(), 0, b""
-    masker = Masker()
+    writer = MaskingWriter(handle)
     while True:
         chunk = source.read(MASK_BLOCK)
-        block = carry + chunk if carry else chunk
+        writer.feed(chunk)
+        if not chunk:
+            return writer.size, writer.hasher.hexdigest()
+
+
+class MaskingWriter:
+    """write_masked as a sink: `feed` it what each read of the source returned, b"" at the end.
+
+    The upload handler (jobs.uploadhandlers) feeds it while the request body is parsed, in exact
+    MASK_BLOCK pieces, so the masked copy is written in the same pass as the upload (byte for byte
+    what write_masked makes of the uploaded file) instead of being read back from disk."""
+
+    def __init__(self, handle):
+        self.handle, self.hasher, self.size, self.carry = handle, hashlib.sha256(), 0, b""
+        self.masker = Masker()
+
+    def feed(self, chunk: bytes) -> None:
+        block = self.carry + chunk if self.carry else chunk
         if not block:
-            break
+            return
         cut = len(block) if not chunk else block.rfind(b"\n") + 1
         if cut == 0:  # no line end in the block: one very long line
             cut = safe_cut(block)
             if cut == 0:
                 if len(block) < MAX_LINE_CARRY:
-                    carry = block
-                    continue
+                    self.carry = block
+                    return
                 cut = _char_boundary(block, len(block) - 1)
-        carry = block[cut:]
-        data = masker.feed_bytes(block[:cut])
-        hasher.update(data)
-        handle.write(data)
-        size += len(data)
-    return size, hasher.hexdigest()
+        self.carry = block[cut:]
+        data = self.masker.feed_bytes(block[:cut])
+        self.hasher.update(data)
+        self.handle.write(data)
+        self.size += len(data)
 
 
 def _char_boundary(block: bytes, index: int) -> int:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -152,7 +154,8 @@ def _display_name(upload, fallback: str) -> str:
 
 
 def validate(*, logs, config, data, pasted_log: str, workdir: Path, notes: list | None = None) -> list[tuple]:
-    """Check everything before anything is stored; return (field, kind, name, local path, container).
+    """Check everything before anything is stored; return (field, kind, name, local path, container,
+    masked copy or None).
 
     An empty file is ignored with a note when the upload holds something else to diagnose.
     """
@@ -197,7 +200,9 @@ def validate(*, logs, config, data, pasted_log: str, workdir: Path, notes: list 
             except READ_ERRORS as exc:  # a truncated stream can surface while the engine drains it
                 raise UploadRejected(f"cannot read {name}: {first_line(exc)}", code="bad_archive",
                                      field=field) from None
-        incoming.append((field, kind, name, path, container))
+        masked = getattr(upload, "masked_copy", None)  # made while the body was parsed (jobs.uploadhandlers)
+        masked = masked if container == "plain" and masked is not None and masked.complete else None
+        incoming.append((field, kind, name, path, container, masked))
     return incoming
 
 
@@ -216,8 +221,15 @@ def prepare(incoming: list[tuple], pasted_log: str, workdir: Path, notes: list |
         with open(dest, "wb") as handle:
             size, digest = write_masked(io.BytesIO(pasted_log.encode("utf-8")), handle)
         prepared.append(Prepared(dest, PASTED_LOG_NAME, Artifact.Kind.LOG, size, digest))
-    for field, kind, name, path, container in incoming:
-        if container == "plain":  # logs, configs and data samples alike: text, masked
+    for field, kind, name, path, container, masked in incoming:
+        if container == "plain" and masked is not None:  # masked while the request was read: link it
+            dest = target()
+            try:
+                os.link(masked.path, dest)
+            except OSError:  # another file system
+                shutil.copyfile(masked.path, dest)
+            prepared.append(Prepared(dest, name, kind, masked.size, masked.sha256))
+        elif container == "plain":  # logs, configs and data samples alike: text, masked
             dest = target()
             with open(path, "rb") as source, open(dest, "wb") as handle:
                 size, digest = write_masked(source, handle)

@@ -16,10 +16,11 @@ from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
 from triage.sources import Source
 from triage.text import clean_line
-from triage.tracebacks import HEADER, Traceback, TracebackAssembler, parse_exception_line, repeated_opener
+from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler, parse_exception_line
 
 MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
+OPEN_TRACEBACK_FOLLOW = 40  # lines read unconditionally after a line of a rank with a traceback open
 EXTRA_LITERALS = (
     HEADER,
     *faultstacks.LITERALS,
@@ -104,14 +105,13 @@ class Collector:
                 return
         self._in_error_file = source.is_error_file
         scanner = self._scanner(source, stream)
-        assemblers: dict[int | None, TracebackAssembler] = {}
-        previous, follow = None, 0
+        assemblers = Assemblers()  # {rank: TracebackAssembler}; knows repeated openers of any rank
+        follow = 0
         for lineno, raw in scanner:
-            if repeated_opener(raw, previous):
-                if follow > scanner.follow:  # still read the lines after it, as the first one asked
-                    scanner.follow = follow
+            if assemblers.repeated(raw) and self.pending_message is None:
+                # still read the lines after it, as its first parse asked (its rank has a traceback open)
+                scanner.follow = max(scanner.follow, follow, OPEN_TRACEBACK_FOLLOW)
                 continue
-            previous = raw
             follow = self._line(source.name, lineno, raw, rank_hint, assemblers)
             if follow > scanner.follow:
                 scanner.follow = follow

@@ -29,11 +29,62 @@ _CHAIN_DURING = "During handling of the above exception"
 MAX_BODY = 400
 
 
+MAX_OPENER_BYTES = 200  # a header line longer than this is never taken for a repeat
+MAX_REMEMBERED_OPENERS = 4096  # distinct opener lines remembered per source (ranks x prefix styles)
+
+
 def repeated_opener(raw: bytes, previous: bytes | None) -> bool:
     """A traceback header line identical to the candidate line just before it adds nothing: the
     second opens the same empty traceback the first did. Skipping it keeps a log of a million
     `Traceback (most recent call last):` lines at the cost of a byte comparison per line."""
-    return raw == previous and _HEADER_BYTES in raw and len(raw) < 200
+    return raw == previous and _HEADER_BYTES in raw and len(raw) < MAX_OPENER_BYTES
+
+
+class Assemblers(dict):
+    """The per-rank traceback assemblers of one source ({rank: TracebackAssembler}), which also
+    remember which empty traceback each short opener line opened.
+
+    `repeated(raw)` is true for a header line whose bytes already opened the traceback that is
+    still open, and still empty, in its rank's assembler: feeding it again would only replace that
+    empty traceback by another one. This generalises `repeated_opener` from "the same line twice
+    in a row" to openers of several ranks alternating or interleaved in any order
+    (`[rank0]: Traceback...` / `[rank1]: Traceback...` repeated a million times): each distinct
+    opener line is parsed once per traceback it opens, every repeat costs one dict lookup. The
+    skipped repeat leaves the open traceback's start line at the first header of the run, as the
+    consecutive case always did. Any line fed to that rank (a frame, text, another opener with
+    other bytes) makes the remembered traceback non-empty or not current, so the next header of
+    that rank is parsed as usual.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._opened: dict[bytes, tuple[TracebackAssembler, Traceback]] = {}
+        self._candidate: bytes | None = None  # the opener line being parsed now
+        self.skipped = 0
+
+    def __setitem__(self, rank, assembler) -> None:
+        assembler.on_open = self._remember
+        super().__setitem__(rank, assembler)
+
+    def repeated(self, raw: bytes) -> bool:
+        """Call it for every line, in order: it also notes the opener line about to be parsed."""
+        self._candidate = None
+        if len(raw) >= MAX_OPENER_BYTES or _HEADER_BYTES not in raw:
+            return False
+        self._candidate = raw  # if the caller parses it after all, remember what it opens
+        opened = self._opened.get(raw)
+        if opened is not None:
+            assembler, traceback = opened
+            if assembler.current is traceback and traceback.lines_seen == 0:
+                self.skipped += 1
+                return True
+            del self._opened[raw]
+        return False
+
+    def _remember(self, assembler: TracebackAssembler) -> None:
+        raw, self._candidate = self._candidate, None
+        if raw is not None and (raw in self._opened or len(self._opened) < MAX_REMEMBERED_OPENERS):
+            self._opened[raw] = (assembler, assembler.current)
 
 
 @dataclass
@@ -127,6 +178,7 @@ class TracebackAssembler:
         self.pending_chain = False
         self.pending_remote = False
         self.last_finished: Traceback | None = None
+        self.on_open = None  # called with this assembler when a header line opens a traceback (Assemblers)
 
     @property
     def open(self) -> bool:
@@ -146,6 +198,8 @@ class TracebackAssembler:
                 remote=self.pending_remote,
             )
             self.pending_chain = self.pending_remote = False
+            if self.on_open is not None:
+                self.on_open(self)
             return None
         if _CHAIN_CAUSE in text or _CHAIN_DURING in text:
             self._abandon()

@@ -15,7 +15,7 @@ from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_pr
 from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
 from triage.sources import Source
-from triage.text import clean_line
+from triage.text import EMBEDDED_MARK, clean_line, embedded_lines
 from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler, parse_exception_line
 
 MAX_HITS = 5000
@@ -47,7 +47,8 @@ _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
     r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ |"
     # separators and the footers tools print after a traceback (an IDE's exit line, Hydra's hint)
-    r"[=\-*#~_]{5,}|```|Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR"
+    r"[=\-*#~_]{5,}|```|Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR|"
+    r"[\"'}\]),\s]{1,8}$"  # the closing quote and braces of a JSON record the traceback was kept in
 )
 _LAUNCHER_LINE = re.compile(
     r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"
@@ -112,7 +113,11 @@ class Collector:
                 # still read the lines after it, as its first parse asked (its rank has a traceback open)
                 scanner.follow = max(scanner.follow, follow, OPEN_TRACEBACK_FOLLOW)
                 continue
-            follow = self._line(source.name, lineno, raw, rank_hint, assemblers)
+            if EMBEDDED_MARK in raw:  # a traceback kept as one escaped string (a JSON log record)
+                for part in embedded_lines(raw):
+                    follow = self._line(source.name, lineno, part, rank_hint, assemblers)
+            else:
+                follow = self._line(source.name, lineno, raw, rank_hint, assemblers)
             if follow > scanner.follow:
                 scanner.follow = follow
         for lineno, raw in scanner.progress_samples:

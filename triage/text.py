@@ -51,5 +51,21 @@ def clean_line(raw: bytes | str, prefer: re.Pattern | None = None) -> str:
     return text.rstrip()
 
 
+EMBEDDED_MARK = b"most recent call last):\\n"
+MAX_EMBEDDED_LINES = 400
+
+
+def embedded_lines(raw: bytes) -> list[bytes]:
+    """A traceback kept as one escaped string inside a line (a JSON log record's "message", a repr):
+    its lines, unescaped. Any other line comes back alone."""
+    if EMBEDDED_MARK not in raw:
+        return [raw]
+    text = (
+        raw.replace(b"\\\\", b"\x00").replace(b"\\n", b"\n").replace(b'\\"', b'"').replace(b"\\t", b"\t")
+        .replace(b"\x00", b"\\")
+    )
+    return text.split(b"\n")[:MAX_EMBEDDED_LINES]
+
+
 # Masking lives in triage.secrets; these names stay importable from here.
 __all__ = ["clean_line", "decode", "mask_block", "mask_deep", "mask_secrets", "resolve_carriage_returns", "strip_ansi"]

@@ -478,3 +478,14 @@ def test_a_flag_a_library_release_renamed_is_renamed_first(tmp_path):
     other = tmp_path / "other.log"
     other.write_text("ValueError: Some specified arguments are not used by the HfArgumentParser: ['--scale_factor', '2']\n")
     assert diagnose([other]).fixes[0]["kind"] == "pin_versions"
+
+
+def test_a_traceback_kept_as_one_escaped_string_in_a_json_record(tmp_path):
+    log = tmp_path / "export.jsonl"
+    log.write_text(
+        '2024-06-01T10:00:00.000Z {"level":"error","msg":"Traceback (most recent call last):\\n  File '
+        '\\"/srv/train.py\\", line 10, in <module>\\n    main()\\nKeyError: \'messages\'\\n"}\n'
+    )
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception, result.root_cause.message) == (
+        "data_schema", "KeyError", "'messages'")

@@ -97,16 +97,16 @@ def candidates(collected: Collected) -> list[Candidate]:
             tb = by_frame.get((hit.source, hit.line))
             if tb is not None and tb.exception is not None:
                 weight *= HINT_UNDER_EXCEPTION
-        category, fixes = hit.rule.category, list(hit.rule.fixes)
+        category, fixes, summary = hit.rule.category, list(hit.rule.fixes), hit.rule.summary
         if hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):
-            category, fixes = hit.rule.reading_data[0], list(hit.rule.reading_data[1])
+            category, fixes, summary = hit.rule.reading_data[0], list(hit.rule.reading_data[1]), hit.rule.reading_data[2]
         out.append(
             Candidate(
                 category,
                 weight,
                 fixes,
                 hit.rule.id,
-                hit.rule.summary,
+                summary,
                 hit.rank,
                 hit.source,
                 hit.line,

@@ -35,7 +35,7 @@ class Rule:
     sampled: bool = False  # too frequent for the prefilter (NCCL INFO): seen through the scanner's samples
     # (category, fixes) the same failure means when its traceback was reading training data, not a model
     # (an unreadable file inside a Dataset's __getitem__ is a damaged data shard, not a damaged checkpoint)
-    reading_data: tuple[str, tuple[str, ...]] | None = None
+    reading_data: tuple[str, tuple[str, ...], str] | None = None  # (category, fixes, summary)
 
     def match(self, text: str) -> re.Match | None:
         haystack = text.lower() if self.ignore_case else text
@@ -96,7 +96,7 @@ def rule(
         facts=facts,
         ignore_case=ignore,
         sampled=sampled,
-        reading_data=(reading_data[0], tuple(reading_data[1])) if reading_data else None,
+        reading_data=(reading_data[0], tuple(reading_data[1]), reading_data[2]) if reading_data else None,
     )
 
 

@@ -89,7 +89,8 @@ RULES = [
         ["fix_path", "pin_versions"],
         0.85,
         "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",
-        reading_data=("data_corrupt", ["fix_data_file"]),
+        reading_data=("data_corrupt", ["fix_data_file"],
+                      "a data file the dataset reads is unreadable (truncated, corrupt, or not the expected format)"),
     ),
     rule(
         "model_load.vocab_mismatch",

@@ -66,7 +66,8 @@ RULES = [
         ["fix_path"],
         0.5,
         "a file or folder the job needs does not exist",
-        reading_data=("data_pipeline", ["fix_path", "fix_data_file"]),
+        reading_data=("data_pipeline", ["fix_path", "fix_data_file"],
+                      "a file the dataset lists or the data config points at does not exist"),
     ),
     rule(
         "storage.checkpoint_frames",

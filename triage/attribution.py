@@ -94,6 +94,11 @@ def _timeout_culprit(
     if reporters and len(silent) == 1:
         return silent[0], "the only rank that did not report the timeout: it stalled while the others waited"
     if reporters and len(silent) > 1:
+        # a rank that printed a consequence of a lost peer ("Connection closed by peer") was alive and
+        # waiting too; the stalled rank is the one that printed nothing at all
+        quiet = [rank for rank in silent if rank not in {hit.rank for hit in collected.cascades}]
+        if len(quiet) == 1:
+            return quiet[0], "the only rank that neither reported the timeout nor lost a peer: it stalled"
         stalled = _oldest_progress(collected, silent)
         if stalled is not None:
             return stalled, "of the ranks that did not report the timeout, its last progress is the oldest"

@@ -7,6 +7,7 @@ the first failing rank.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from triage.attribution import first_failing_rank, rank_without_verdict
@@ -70,8 +71,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         cause = _exception_behind_timeout(collected, pool)
         if cause is not None:
             winner = cause
+    elif winner.category == "rendezvous" and _WAITING.search(winner.text or ""):
+        cause = _cause_behind_wait(pool)
+        if cause is not None:
+            winner = cause
     # prefer the earliest instance of the winning signature: the first rank that hit it
     same = [item for item in pool if item.rule_id == winner.rule_id and item.weight >= winner.weight - 0.06]
+    if winner.category == "rendezvous" and not _WAITING.search(winner.text or ""):
+        same = [item for item in same if not _WAITING.search(item.text or "")] or [winner]
     same.sort(key=lambda item: (item.t if item.t is not None else float("inf"), item.seq))
     winner = same[0]
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
@@ -241,6 +248,30 @@ _COMMS = {"nccl_timeout", "nccl_error", "rendezvous"}
 
 
 _TIMEOUT_WORDS = ("timeout", "timed out", "Timeout", "Watchdog", "watchdog")
+
+
+# the store's side of a job that did not form: a process waiting for peers that never came
+_WAITING = re.compile(
+    r"waiting for (?:clients|workers|peers)|clients joined|wait timeout after|store->get|ncclUniqueId|"
+    r"[Ww]aiting for (?:all )?(?:the )?other (?:ranks|nodes|processes)"
+)
+
+
+def _cause_behind_wait(pool: list[Candidate]) -> Candidate | None:
+    """Node 0 waits at the rendezvous store for a node that never arrives: whatever that node printed
+    (an import error, a network interface it cannot find, a connection it could not make) is why."""
+    causes = [
+        item
+        for item in pool
+        if item.weight >= 0.2
+        and item.category != "nccl_timeout"
+        and not _WAITING.search(item.text or "")
+        and not (item.traceback is not None and item.traceback.exception in _WRAPPERS)
+    ]
+    if not causes:
+        return None
+    causes.sort(key=_order)
+    return causes[0]
 
 
 def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Candidate | None:

@@ -321,6 +321,9 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) 
         if phase == "loading":
             # every rank materialising the full checkpoint in RAM at once
             kinds = ["fix_config", "shard_more", "reduce_dataloader_workers"]
+        elif phase == "data":
+            # preprocessing (tokenize/map with num_proc workers): each worker holds its own copy of the data
+            kinds = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
         elif phase == "training":
             # RAM that grows while steps run: the input pipeline's workers and the batch they prepare
             kinds = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]

@@ -18,9 +18,9 @@ LONG_LINE = 1024 * 1024  # a line longer than this is cut into pieces
 WINDOW = 2048  # bytes kept either side of a match in a huge line
 PROGRESS_TAIL = 64 * 1024
 
-# bars ("it/s]", or "it/s, loss=.." with postfix fields), HF log dicts, "loss=0.6" / "train_loss: 0.6" /
+# bars ("it/s]", or "it/s, loss=.." with postfix fields; datasets' "examples/s]"), HF log dicts, "loss=0.6" / "train_loss: 0.6" /
 # "loss 5.51" in a script's own step lines, NCCL INFO chatter
-PROGRESS = re.compile(rb"it/s[\],]|s/it[\],]|'loss': |loss[=:] ?-?\d|\bloss \d|NCCL INFO")
+PROGRESS = re.compile(rb"it/s[\],]|s/it[\],]|(?:examples|ex|ba)/s\]|'loss': |loss[=:] ?-?\d|\bloss \d|NCCL INFO")
 
 
 def compile_literals(literals: list[str] | tuple[str, ...]) -> re.Pattern:

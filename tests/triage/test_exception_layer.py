@@ -489,3 +489,25 @@ def test_a_traceback_kept_as_one_escaped_string_in_a_json_record(tmp_path):
     result = diagnose([log])
     assert (result.category, result.root_cause.exception, result.root_cause.message) == (
         "data_schema", "KeyError", "'messages'")
+
+
+@pytest.mark.parametrize(
+    "exception, frames, category",
+    [
+        ("StopIteration", [{"file": "/opt/py/site-packages/torch/utils/data/dataloader.py", "line": 7, "function": "__next__"}],
+         "data_corrupt"),
+        ("FileExistsError", [{"file": "/srv/job/train.py", "line": 7, "function": "save"}], "storage"),
+    ],
+)
+def test_an_empty_loader_and_an_existing_path(exception, frames, category):
+    assert exceptions.classify(exception, "", frames)[0] == category
+
+
+def test_a_kill_while_the_dataset_is_mapped_asks_for_fewer_preprocessing_workers(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Map:   0%|          | 0/64 [00:00<?, ? examples/s]Map:  50%|#####     | 32/64 [00:01<00:01, 21.5 examples/s]\n"
+        "E1201 10:00:01.000000 100 torch/distributed/elastic/multiprocessing/api.py:900] failed "
+        "(exitcode: -9) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3\n"
+    )
+    assert diagnose([log], command="torchrun --nproc_per_node 2 t.py").fixes[0]["kind"] == "reduce_dataloader_workers"

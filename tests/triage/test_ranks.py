@@ -297,3 +297,32 @@ def test_the_rank_whose_watchdog_names_another_collective_fell_out_of_step(tmp_p
     same = [watchdog(rank, 1234) for rank in range(4)]
     result = diagnose([write(tmp_path / "same.log", "\n".join(same) + "\n")], command="torchrun --nproc_per_node 4 t.py")
     assert result.failing_rank is None
+
+
+def test_node_zero_waiting_at_the_store_yields_to_what_the_missing_node_printed(tmp_path):
+    node0 = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/opt/py/site-packages/torch/distributed/rendezvous.py", line 200, in _create_c10d_store',
+        "    return TCPStore(host, port, world_size, is_master, timeout)",
+        "torch.distributed.DistStoreError: Timed out after 31 seconds waiting for clients. 1/2 clients joined.",
+    ])
+    node1 = "\n".join([
+        "[rank2]: Traceback (most recent call last):",
+        '[rank2]:   File "/srv/job/train.py", line 4, in <module>',
+        "[rank2]:     from torch._six import inf",
+        "[rank2]: ModuleNotFoundError: No module named 'torch._six'",
+    ])
+    result = diagnose([write(tmp_path / "node0.log", node0 + "\n"), write(tmp_path / "node1.log", node1 + "\n")])
+    assert (result.category, result.root_cause.exception, result.failing_rank) == (
+        "version_mismatch", "ModuleNotFoundError", 2)
+
+
+def test_a_rank_that_lost_a_peer_is_no_straggler(tmp_path):
+    """Ranks 0 and 2 time out, rank 1 only sees its peer close: rank 3, which printed nothing, stalled."""
+    lines = [
+        "[rank0]: RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:129] Timed out waiting 15000ms for recv operation to complete",
+        "[rank2]: RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 15000ms for send operation to complete",
+        "[rank1]: RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:60628",
+    ]
+    result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")], command="torchrun --nproc_per_node 4 t.py")
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 3)

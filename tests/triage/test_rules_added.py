@@ -38,6 +38,7 @@ CASES = [
     ("RuntimeError: Parent directory /mnt/ckpt/run3 does not exist.", "storage.not_found", "storage"),
     ("RuntimeError: stack expects each tensor to be equal size, but got [3, 448, 448] at entry 0 and [3, 336, 336] "
      "at entry 3", "data.collate_ragged", "data_pipeline"),
+    ("[rank2]: IndexError: Target 4 is out of bounds.", "data.label_out_of_range", "data_schema"),
 ]
 NEAR_MISSES = [
     "INFO: all tensors are on the same device cuda:0",

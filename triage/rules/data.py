@@ -184,6 +184,18 @@ RULES = [
         "the tokenizer/collator cannot batch the samples (padding or truncation)",
     ),
     rule(
+        "data.label_out_of_range",
+        "data_schema",
+        ROOT,
+        ["is out of bounds"],
+        # cross_entropy / nll_loss on CPU ("Target 4 is out of bounds."): a class label outside the model's
+        # classes, 1-based labels or a num_labels that does not match the data (on a GPU: a device assert)
+        r"Target -?\d+ is out of bounds",
+        ["fix_data_file", "fix_config", "convert_data_format"],
+        0.8,
+        "a class label is outside the model's label range (1-based labels, or num_labels smaller than the data's)",
+    ),
+    rule(
         "data.no_pad_token",
         "data_pipeline",
         ROOT,

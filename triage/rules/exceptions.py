@@ -250,8 +250,11 @@ def explain(
         return "model_load", ["fix_path"], 0.5, f"a {exception} while loading a model or checkpoint"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
-    if exception == "PermissionError":
-        return "storage", ["fix_path"], 0.45, "the exception class PermissionError"
+    if exception in ("PermissionError", "FileExistsError"):
+        return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
+    if exception == "StopIteration" and in_data:
+        return ("data_corrupt", ["fix_data_file", "fix_config"], 0.45,
+                "the data loader had nothing to give (an empty file or shard)")
     if exception in ("ValueError", "AssertionError") and frames and _VALIDATING.search(
         str(frames[-1].get("function", ""))
     ):

@@ -3,7 +3,7 @@
     python bench/accuracy.py [--corpus DIR [--only-corpus]] [--floor DIR] [--jobs N] [--verbose]
 
 Scores each of the repository's own labelled sets (tests/fixtures/cpu_runs and
-tests/fixtures/cpu_blind and tests/triage/fixtures/{variants,blind,blind2,blind3,blind4,blind5,blind6}) and, with ``--corpus``, an outside corpus of labelled cases
+tests/fixtures/cpu_blind{,2} and tests/triage/fixtures/{variants,blind,blind2,blind3,blind4,blind5,blind6}) and, with ``--corpus``, an outside corpus of labelled cases
 (``make accuracy`` passes ``../shared/corpus`` unless told ``CORPUS=...``). ``--floor`` names the
 folder of a naive stand-in for ``python -m triage`` (a ``triage/__main__.py`` there); its marks are
 printed beside the engine's in the same run, so the engine is always read against a baseline.
@@ -35,6 +35,7 @@ OWN_SETS = {
     "blind5": ROOT / "tests" / "triage" / "fixtures" / "blind5",
     "blind6": ROOT / "tests" / "triage" / "fixtures" / "blind6",
     "cpu_blind": ROOT / "tests" / "fixtures" / "cpu_blind",
+    "cpu_blind2": ROOT / "tests" / "fixtures" / "cpu_blind2",
 }
 
 

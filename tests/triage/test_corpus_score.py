@@ -33,6 +33,8 @@ SETS = [
     FIXTURES / "blind6",
     # 31 real CPU runs made blind (faults injected by someone who never read the engine), scored once
     ROOT / "tests" / "fixtures" / "cpu_blind",
+    # a second set of 25 real CPU runs made blind, scored once, then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind2",
 ]
 
 

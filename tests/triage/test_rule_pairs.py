@@ -168,10 +168,9 @@ def test_a_cascade_line_yields_to_the_rank_that_broke(tmp_path):
     assert (result.rule_id, result.category, result.failing_rank) == ("memory.cuda_oom", "gpu_oom", 1)
 
 
-# ---- known false positives (issue #14 review): benign lines that a root rule takes for the failure ---------
-# Each line below is an ordinary start-up or status line; put before a real traceback, it still wins over
-# the traceback today. triage/ is not changed here: these are strict xfails so that fixing the rule shows
-# up (XPASS fails) and the entry can then move into the near misses above.
+# ---- former false positives: benign lines that a root rule once took for the failure ------------------------
+# Each line below is an ordinary start-up or status line; put before a real traceback it used to win over
+# the traceback. The rules were narrowed; these stay so they remain fixed.
 SUSPECT_LINES = {
     # the second alternative `(?:/dev/shm|unable to write to file </torch_)` matches any mention of /dev/shm
     "dataloader.shm_full": "Container started with --shm-size=16g, /dev/shm mounted for the workers",
@@ -188,7 +187,6 @@ _REAL_FAILURE = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="the rule matches a benign line and outranks the real failure")
 @pytest.mark.parametrize("rule_id", sorted(SUSPECT_LINES))
 def test_a_benign_line_does_not_outrank_the_real_failure(tmp_path, rule_id):
     result = _diagnose(tmp_path, SUSPECT_LINES[rule_id] + "\n" + _REAL_FAILURE)

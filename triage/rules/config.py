@@ -96,7 +96,7 @@ RULES = [
             "unscale FP16",
             "not implemented for '",
         ],
-        r"(?:[Bb][Ff]16|[Bb]float16).{0,80}(?:not supported|requires|only supported|Ampere|compute capability)|"
+        r"(?:[Bb][Ff]16|[Bb]float16).{0,80}(?:not supported|requires|only supported)|"
         r"(?:doesn't|does not|don't|do not) support (?:[Bb][Ff]16|[Bb]float16)|"
         r"(?:fp16|bf16) and (?:fp16|bf16).{0,40}(?:can|cannot|both)|(?:fp16|bf16).{0,20}mutually exclusive|"
         r"(?:fp16|mixed precision).{0,60}(?:requires a GPU|only supported|can only be used)|"

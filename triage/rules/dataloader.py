@@ -21,7 +21,9 @@ RULES = [
         "dataloader_worker",
         ROOT,
         ["/dev/shm", "torch_"],
-        r"No space left on device.{0,200}(?:/dev/shm|torch_\w+)|(?:/dev/shm|unable to write to file </torch_)",
+        r"No space left on device.{0,200}(?:/dev/shm|torch_\w+)|unable to write to file </torch_|"
+        r"/dev/shm.{0,80}(?:[Nn]o space|is full|insufficient|too small|[Bb]us error)|"
+        r"(?:insufficient|out of|not enough|too small).{0,40}(?:/dev/shm|shared memory)",
         ["increase_shm", "reduce_dataloader_workers"],
         0.8,
         "shared memory (/dev/shm) is full",

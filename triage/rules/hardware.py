@@ -10,7 +10,7 @@ RULES = [
         "hardware",
         ROOT,
         ["ECC error", "ecc error"],
-        r"(?:uncorrectable )?ECC error",
+        r"(?:uncorrectable |double[- ]bit )?ECC error(?!s?\W{0,3}0\b)",  # not "ECC errors: 0" in a health report
         ["replace_hardware"],
         0.95,
         "the GPU reported an ECC memory error: a hardware fault",

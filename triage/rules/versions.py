@@ -91,7 +91,9 @@ RULES = [
         "version_mismatch",
         ROOT,
         ["cannot import name", "undefined symbol", "No module named", "has no attribute"],
-        r"cannot import name|undefined symbol|No module named|module '[\w.]+' has no attribute",
+        # (not an optional import the library falls back from: "xformers unavailable ..., using sdpa")
+        r"^(?!.*(?:fall(?:ing)? ?back|, using |using \w+ instead|unavailable|not available|optional|skipping|disabled))"
+        r".*?(?:cannot import name|undefined symbol|No module named|module '[\w.]+' has no attribute)",
         ["pin_versions"],
         0.75,
         "an installed package does not provide what the script imports",

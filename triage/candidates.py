@@ -6,14 +6,16 @@ the adjustments are named here, each with the reason it exists.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from triage.collected import Collected, Hit
 from triage.ranks import mentioned_rank
-from triage.rules import CONFIRMATION, HINT, exceptions
+from triage.rules import CONFIRMATION, HINT, ROOT, exceptions
 from triage.tracebacks import Traceback
 
 TRACEBACK_BONUS = 0.05  # the rule matched the exception line of a whole traceback: class, message and frames agree
+BENIGN_FACTOR = 0.5  # a matching line that says the job went on ("skipping", "falling back", ", ok")
 HINT_UNDER_EXCEPTION = 0.5  # a frame hint never outranks what the exception line itself says
 HANDLED_FACTOR = 0.3  # an exception the process printed and survived (caught and logged) is no root
 CONFIRMED_BONUS = 0.15  # another line of the same category confirms it (the kernel OOM killer for host_oom)
@@ -44,6 +46,14 @@ class Candidate:
     traceback: Traceback | None = None
     hit: Hit | None = None
     confirmations: list[Hit] = field(default_factory=list)
+
+
+# words of a line that reports a condition the program handled and went past
+_BENIGN = re.compile(
+    r"\b(?:skipping|skipped|falling back|fall back|fallback|will be ignored|is ignored|ignoring|"
+    r"using \w+ instead|optional(?:ly)?|for (?:faster|better) \w+)\b|, ok\b|: ok\b",
+    re.IGNORECASE,
+)
 
 
 def _traceback_index(collected: Collected) -> dict[tuple[str, int], Traceback]:
@@ -97,6 +107,8 @@ def candidates(collected: Collected) -> list[Candidate]:
             tb = by_frame.get((hit.source, hit.line))
             if tb is not None and tb.exception is not None:
                 weight *= HINT_UNDER_EXCEPTION
+        elif hit.rule.role == ROOT and _BENIGN.search(hit.text or ""):
+            weight *= BENIGN_FACTOR
         category, fixes, summary = hit.rule.category, list(hit.rule.fixes), hit.rule.summary
         if hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):
             category, fixes, summary = hit.rule.reading_data[0], list(hit.rule.reading_data[1]), hit.rule.reading_data[2]

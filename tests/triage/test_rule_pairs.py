@@ -191,3 +191,16 @@ _REAL_FAILURE = (
 def test_a_benign_line_does_not_outrank_the_real_failure(tmp_path, rule_id):
     result = _diagnose(tmp_path, SUSPECT_LINES[rule_id] + "\n" + _REAL_FAILURE)
     assert result.rule_id == "code.shapes"
+
+
+@pytest.mark.parametrize(
+    "benign",
+    [
+        "WARNING: validation dataset is empty after filter, skipping eval",
+        "deepspeed requires torch>=2.0: found 2.4.1, ok",
+        "flash-attn is not installed; optional: pip install flash-attn for faster attention",
+    ],
+)
+def test_a_line_that_says_the_job_went_on_does_not_outrank_the_real_failure(tmp_path, benign):
+    result = _diagnose(tmp_path, benign + "\n" + _REAL_FAILURE)
+    assert result.rule_id == "code.shapes"

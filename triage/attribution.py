@@ -23,6 +23,12 @@ def first_failing_rank(
                 f"the rank the launcher saw exit first on its own; rank {winner.rank}'s log shows the same error"
             )
         return winner.rank, "the rank that raised the root error"
+    if winner.category == "hardware":
+        # a kernel line (Xid, ECC) names no rank; the one rank whose CUDA calls failed is where it surfaced
+        # (its own prefix names the global rank, where a launcher's exit on another node names a local one)
+        surfaced = _distinct(item.rank for item in pool if item.category == "cuda_error")
+        if len(surfaced) == 1:
+            return surfaced[0], "the only rank whose CUDA call failed when the GPU fault was logged"
     # a rank-less root line: attribute it through the launcher's exit records
     ranks = _distinct(_exit_rank(item) for item in _own_exits(launcher))
     if len(ranks) == 1:

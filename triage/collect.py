@@ -15,7 +15,7 @@ from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_pr
 from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
 from triage.sources import Source
-from triage.text import EMBEDDED_MARK, clean_line, embedded_lines
+from triage.text import EMBEDDED_MARK, clean_line, embedded_lines, json_record_lines
 from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler, parse_exception_line
 
 MAX_HITS = 5000
@@ -113,9 +113,13 @@ class Collector:
                 # still read the lines after it, as its first parse asked (its rank has a traceback open)
                 scanner.follow = max(scanner.follow, follow, OPEN_TRACEBACK_FOLLOW)
                 continue
-            if EMBEDDED_MARK in raw:  # a traceback kept as one escaped string (a JSON log record)
-                for part in embedded_lines(raw):
-                    follow = self._line(source.name, lineno, part, rank_hint, assemblers)
+            record = json_record_lines(raw) if raw[:1] == b"{" else None
+            if record is None and EMBEDDED_MARK in raw:  # a traceback kept as one escaped string
+                record = embedded_lines(raw)
+            if record is not None:
+                follow = 0
+                for part in record:
+                    follow = max(follow, self._line(source.name, lineno, part, rank_hint, assemblers))
             else:
                 follow = self._line(source.name, lineno, raw, rank_hint, assemblers)
             if follow > scanner.follow:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 
 from triage.secrets import mask_block, mask_deep, mask_secrets  # noqa: F401 - re-exported
@@ -65,6 +67,32 @@ def embedded_lines(raw: bytes) -> list[bytes]:
         .replace(b"\x00", b"\\")
     )
     return text.split(b"\n")[:MAX_EMBEDDED_LINES]
+
+
+_RECORD_TEXT_KEYS = ("log", "message", "msg", "textPayload", "text", "event", "line")
+_RECORD_TIME_KEYS = ("time", "timestamp", "@timestamp", "ts")
+MAX_RECORD = 65536
+
+
+def json_record_lines(raw: bytes) -> list[bytes] | None:
+    """A structured log record on one line (Docker/Kubernetes json-file {"log": "...\\n", "time": ...},
+    a cloud export's "textPayload", a JSON logger's "message"): the text it carries, one line per
+    embedded newline, each led by the record's time. None when the line is not such a record."""
+    stripped = raw.strip()
+    if not (stripped[:1] == b"{" and stripped[-1:] == b"}") or len(stripped) > MAX_RECORD:
+        return None
+    try:
+        record = json.loads(stripped)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    text = next((record[key] for key in _RECORD_TEXT_KEYS if isinstance(record.get(key), str)), None)
+    if text is None:
+        return None
+    when = next((record[key] for key in _RECORD_TIME_KEYS if isinstance(record.get(key), str)), "")
+    lead = f"{when} " if when else ""
+    return [(lead + line).encode("utf-8", "replace") for line in text.rstrip("\n").split("\n")[:MAX_EMBEDDED_LINES]]
 
 
 # Masking lives in triage.secrets; these names stay importable from here.

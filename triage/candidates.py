@@ -130,9 +130,12 @@ def candidates(collected: Collected) -> list[Candidate]:
                 hit,
             )
         )
+    cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
     for tb in collected.tracebacks:
         if id(tb) in claimed or tb.exception is None:
             continue
+        if (tb.source, tb.exc_line) in cascade_lines:
+            continue  # "Connection closed by peer" and its kind: another rank's failure, never a root
         # the exception line may have matched a rule through a continuation line; look at the message too
         guess = exceptions.explain(tb.exception, tb.message, tb.frames, tb.full_name)
         if guess is None:

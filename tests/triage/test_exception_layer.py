@@ -511,3 +511,31 @@ def test_a_kill_while_the_dataset_is_mapped_asks_for_fewer_preprocessing_workers
         "(exitcode: -9) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3\n"
     )
     assert diagnose([log], command="torchrun --nproc_per_node 2 t.py").fixes[0]["kind"] == "reduce_dataloader_workers"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "`r` should be a positive integer value but the value passed is 0",
+        "Unknown loss type: sigmoidd. Should be one of ['sigmoid', 'hinge', 'ipo']",
+    ],
+)
+def test_a_library_refusing_a_setting_value_is_a_config_error(message):
+    frames = [{"file": "/opt/py/lib/python3.11/site-packages/somelib/layer.py", "line": 3, "function": "update"}]
+    assert exceptions.classify("ValueError", message, frames)[0] == "config_invalid"
+
+
+def test_a_gloo_peer_closed_traceback_is_never_the_root_when_a_rank_raised(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/srv/job/train.py", line 88, in save_meta\n'
+        "[rank0]:     json.dump(meta, f)\n"
+        "[rank0]: TypeError: Object of type Tensor is not JSON serializable\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/srv/job/train.py", line 70, in train\n'
+        "[rank1]:     loss.backward()\n"
+        "[rank1]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:29500\n"
+    )
+    result = diagnose([log])
+    assert (result.category, result.failing_rank, result.root_cause.exception) == ("code_bug", 0, "TypeError")

@@ -138,6 +138,9 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
+         r"should be (?:a )?(?:positive|non-negative|greater|less|one of|between|at least|at most)|"
+         r"\b(?:unknown|unsupported|invalid|unrecognized) [\w ]{0,20}(?:type|mode|value|option|strategy|choice|"
+         r"method|scheduler|optimizer|loss)\b|"
          r"make sure (?:you|to|that)|\btry (?:increasing|decreasing|reducing|lowering|raising|setting)\b|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
          r"\byou (?:have )?set `?[\w.]+`? to\b|\b(?:training |launch )?argument `?\w*`? ?is set to\b"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,

@@ -38,6 +38,16 @@ RULES = [
         "the filesystem returned an I/O error",
     ),
     rule(
+        "storage.wrong_kind",
+        "storage",
+        ROOT,
+        ["Is a directory", "Not a directory", "Errno 21", "Errno 20"],
+        r"Is a directory|Not a directory|\[Errno (?:20|21)\]",
+        ["fix_path"],
+        0.9,
+        "a path the job writes or reads is a folder where a file is expected (or the reverse)",
+    ),
+    rule(
         "storage.read_only",
         "storage",
         ROOT,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import re
 
 from triage.secrets import mask_block, mask_deep, mask_secrets  # noqa: F401 - re-exported

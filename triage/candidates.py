@@ -375,7 +375,10 @@ def _native_crash_candidates(collected: Collected) -> list[Candidate]:
 # low-level errors that libraries wrap into their own, more telling exception
 _GENERIC_CAUSES = {"KeyError", "HTTPError", "HTTPStatusError", "ConnectionError", "MaxRetryError", "IndexError",
                    "StopIteration", "ReadTimeout", "ConnectTimeout", "ReadTimeoutError", "NewConnectionError"}
-_FALLBACK_PAIRS = {("ArrowInvalid", "JSONDecodeError"), ("ArrowTypeError", "JSONDecodeError")}
+# datasets' JSON builder tries pyarrow, then the json module or pandas as fallbacks, and re-raises
+# pyarrow's error "during handling" of the fallback's: the pyarrow error is the one that names the row
+_FALLBACK_PAIRS = {("ArrowInvalid", "JSONDecodeError"), ("ArrowTypeError", "JSONDecodeError"),
+                   ("ArrowInvalid", "ValueError"), ("ArrowTypeError", "ValueError")}
 
 
 def _origin(tb: Traceback) -> Traceback:

@@ -3,6 +3,8 @@ traceback surrounds it, the verdict names the exception; the fallback classifier
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from triage import diagnose
@@ -539,3 +541,28 @@ def test_a_gloo_peer_closed_traceback_is_never_the_root_when_a_rank_raised(tmp_p
     )
     result = diagnose([log])
     assert (result.category, result.failing_rank, result.root_cause.exception) == ("code_bug", 0, "TypeError")
+
+
+def test_a_container_runtimes_json_records_are_read_as_their_lines(tmp_path):
+    log = tmp_path / "pod-logs.jsonl"
+    lines = ["Traceback (most recent call last):\n", '  File "/app/train.py", line 40, in main\n',
+             "    os.makedirs(out)\n", "PermissionError: [Errno 13] Permission denied: '/shared/models/run3'\n"]
+    log.write_text("".join(json.dumps({"time": "2026-10-21T09:12:40.400Z", "stream": "stderr", "log": line}) + "\n"
+                           for line in lines))
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception) == ("storage", "PermissionError")
+
+
+def test_a_rankless_gpu_fault_takes_the_rank_whose_cuda_calls_failed(tmp_path):
+    node_b = tmp_path / "node-b.log"
+    node_b.write_text(
+        "[rank12]:terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "[rank12]:  what():  [PG 0 Rank 12] Process group watchdog thread terminated with exception: CUDA error: "
+        "unspecified launch failure\n"
+        "E0905 04:17:53.990000 77120 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) "
+        "local_rank: 4 (pid: 77145) of binary: /usr/bin/python3\n"
+    )
+    dmesg = tmp_path / "dmesg.txt"
+    dmesg.write_text("NVRM: Xid (PCI:0000:9d:00): 79, pid=77145, name=python, GPU has fallen off the bus.\n")
+    result = diagnose([node_b, dmesg])
+    assert (result.category, result.failing_rank) == ("hardware", 12)

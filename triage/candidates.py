@@ -23,10 +23,7 @@ CONFIRMED_BONUS = 0.15  # another line of the same category confirms it (the ker
 SIGKILL_WEIGHT = 0.55
 
 
-# launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
-# ProcessExitedException carry the child's traceback or exit in their message)
-_WRAPPERS = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "ProcessRaisedException",
-             "ProcessExitedException"}
+_WRAPPERS = exceptions.WRAPPERS  # the one list lives with the rules (triage/rules/exceptions.py)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
 from triage.progress import phase_of_frames
+from triage.rules import DEFAULT_FIXES
 from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
 from triage.timeline import rank_statuses
@@ -29,26 +30,6 @@ CONFIDENCE_TRACEBACK = 0.05
 CONFIDENCE_CAP = 0.97
 UNKNOWN_CONFIDENCE = 0.1
 
-DEFAULT_FIXES = {
-    "data_schema": ["convert_data_format"],
-    "data_corrupt": ["fix_data_file"],
-    "data_pipeline": ["fix_data_file"],
-    "gpu_oom": ["reduce_batch_size", "enable_gradient_checkpointing"],
-    "host_oom": ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"],
-    "dataloader_worker": ["reduce_dataloader_workers"],
-    "nccl_timeout": ["increase_timeout", "set_nccl_env"],
-    "nccl_error": ["set_nccl_env"],
-    "rendezvous": ["fix_rendezvous"],
-    "version_mismatch": ["pin_versions"],
-    "config_invalid": ["fix_config"],
-    "cuda_error": ["debug_cuda"],
-    "hardware": ["replace_hardware"],
-    "storage": ["free_disk", "fix_path"],
-    "model_load": ["fix_path"],
-    "numerical": ["fix_numerics"],
-    "code_bug": ["fix_code"],
-    "unknown": [],
-}
 
 
 def diagnose(

@@ -19,6 +19,28 @@ from dataclasses import dataclass
 
 ROOT, CASCADE, CONFIRMATION, HINT = "root", "cascade", "confirmation", "hint"
 
+# the fix kinds every diagnosis of a category offers after its rule's own (taxonomy.md's vocabulary)
+DEFAULT_FIXES = {
+    "data_schema": ["convert_data_format"],
+    "data_corrupt": ["fix_data_file"],
+    "data_pipeline": ["fix_data_file"],
+    "gpu_oom": ["reduce_batch_size", "enable_gradient_checkpointing"],
+    "host_oom": ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"],
+    "dataloader_worker": ["reduce_dataloader_workers"],
+    "nccl_timeout": ["increase_timeout", "set_nccl_env"],
+    "nccl_error": ["set_nccl_env"],
+    "rendezvous": ["fix_rendezvous"],
+    "version_mismatch": ["pin_versions"],
+    "config_invalid": ["fix_config"],
+    "cuda_error": ["debug_cuda"],
+    "hardware": ["replace_hardware"],
+    "storage": ["free_disk", "fix_path"],
+    "model_load": ["fix_path"],
+    "numerical": ["fix_numerics"],
+    "code_bug": ["fix_code"],
+    "unknown": [],
+}
+
 
 @dataclass(frozen=True)
 class Rule:

@@ -68,8 +68,12 @@ _CONFIG_CLASS = re.compile(
     r"^(?:Config\w*Error|Misconfiguration\w*|MissingMandatoryValue|InterpolationResolutionError|"
     r"InterpolationKeyError|ConfigCompositionException|ValidationError|InvalidConfig\w*)$"
 )
-_CASCADE = {"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit", "DistBackendError",
-            "ProcessRaisedException", "ProcessExitedException"}
+# launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
+# ProcessExitedException carry the child's traceback or exit in their message): never the origin
+WRAPPERS = frozenset({"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit",
+                      "ProcessRaisedException", "ProcessExitedException"})
+# ... and the process group's own error, which usually restates another rank's failure
+_CASCADE = WRAPPERS | {"DistBackendError"}
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
 WEIGHT = 0.3

@@ -4,8 +4,11 @@ A rule has an id, a category (taxonomy.md), a role and ordered fix kinds:
   root          the line can be the originating failure
   cascade       the line is a consequence of another rank's failure (never a root)
   confirmation  the line supports a root of its category (e.g. the kernel OOM killer for host_oom)
-  hint          a frame or phase line that suggests a category but never decides alone (e.g. a
-                traceback frame inside `apply_chat_template`); it counts at half weight under an exception
+  hint          a frame or phase line that suggests a category (e.g. a traceback frame inside
+                `apply_chat_template`); it counts at half weight under an exception and never outranks what
+                a root rule recognises; alone in a log it is reported, at a low confidence
+A rule may also say what its failure means while the traceback reads training data (`reading_data`).
+DEFAULT_FIXES are the fix kinds every diagnosis of a category offers after its rule's own.
 When no rule matches an exception, rules/exceptions.py (the fallback classifier) names a category from
 the exception's class, its message keywords and the module that raised it, at a lower weight.
 `weight` says how specific the evidence is (0..1); the engine ranks candidate roots by it.

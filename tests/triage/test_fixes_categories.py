@@ -31,8 +31,7 @@ def test_it_has_a_builder_for_every_fix_kind_in_the_taxonomy():
 
 
 def test_the_taxonomy_lists_exactly_the_categories_the_engine_answers_with():
-    from triage.rules import DEFAULT_FIXES
-    from triage.rules import registry
+    from triage.rules import DEFAULT_FIXES, registry
 
     section = TAXONOMY.read_text(encoding="utf-8").split("## Categories", 1)[1].split("## Fix kinds", 1)[0]
     categories = re.findall(r"^\| `(\w+)` \|", section, re.M)

@@ -74,27 +74,13 @@ def _whole_chain_frames(tb: Traceback) -> list[dict]:
     return frames
 
 
-def _only_ordinary_exits(collected: Collected) -> bool:
-    """The launcher saw its children exit, and every exit was a plain non-zero code (a Python error),
-    none a signal, not SIGTERM's own code either (143 / -15 are the launcher's clean-up)."""
-    exits = [item for item in collected.launcher.exits if item.exit_code is not None or item.signal]
-    if not exits:
-        return False
-    return all(
-        not item.signal and item.exit_code is not None and 0 < item.exit_code < 128 for item in exits
-    )
-
-
 def candidates(collected: Collected) -> list[Candidate]:
     by_exc_line = _traceback_index(collected)
     by_frame = _frame_index(collected)
     out: list[Candidate] = []
     claimed: set[int] = set()
     confirmations = [hit for hit in collected.hits if hit.rule.role == CONFIRMATION]
-    exited_normally = _only_ordinary_exits(collected)
     for hit in collected.hits:
-        if exited_normally and hit.rule.role == HINT and hit.rule.category == "host_oom":
-            continue  # "Killing subprocess" suggests a kill, but every child the launcher saw exited with a code
         tb = by_exc_line.get((hit.source, hit.line))
         weight = hit.weight
         if tb is not None:

@@ -36,13 +36,23 @@ def _order(candidate: Candidate):
     )
 
 
+def _no_silent_kill(collected: Collected) -> bool:
+    """"The launcher killed its workers" suggests a silent death (the OOM killer) only when nothing says
+    otherwise: no worker raised anything, none died of another signal (SIGSEGV -11, SIGABRT -6), and not
+    every child the launcher saw exited with a plain code (a Python error the excerpt lacks)."""
+    if any(tb.exception and tb.exception not in _WRAPPERS for tb in collected.tracebacks):
+        return True
+    exits = [item for item in collected.launcher.exits if item.exit_code is not None or item.signal]
+    if any(item.exit_code not in (None, 0, 1, -9, 137, -15) for item in exits):
+        return True
+    return bool(exits) and all(
+        not item.signal and item.exit_code is not None and 0 < item.exit_code < 128 for item in exits
+    )
+
+
 def decide(collected: Collected, world_size: int | None) -> Verdict:
     pool = [item for item in candidates(collected) if item.weight >= 0.1]
-    if any(tb.exception and tb.exception not in _WRAPPERS for tb in collected.tracebacks):
-        # "the launcher killed its workers" only suggests a silent death when no worker raised anything
-        pool = [item for item in pool if item.rule_id != "memory.launcher_killing"]
-    if any(item.exit_code not in (None, 0, 1, -9, 137, -15) for item in collected.launcher.exits):
-        # a worker that died of another signal (SIGSEGV -11, SIGABRT -6) is no out-of-memory kill
+    if _no_silent_kill(collected):
         pool = [item for item in pool if item.rule_id != "memory.launcher_killing"]
     if not pool:
         raised = [tb for tb in collected.tracebacks if tb.exception and tb.exception not in _WRAPPERS]

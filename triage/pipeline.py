@@ -16,7 +16,7 @@ from triage.fingerprint import fingerprint
 from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
-from triage.progress import phase_of_frames
+from triage.progress import furthest, phase_of_frames
 from triage.rules import DEFAULT_FIXES
 from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
@@ -285,20 +285,15 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     return kinds
 
 
-PHASE_ORDER = ("training", "data", "loading")  # furthest first
-
-
 def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) -> list[str]:
     kinds = list(winner.fixes)
     if winner.category == "host_oom":
         # ranks move through loading, data and training together (every phase ends in a collective), so
         # the furthest phase any rank's output reached is the job's, whichever rank printed it
-        phases = {t.phase for t in [*collected.tracks.values(), collected.unranked] if t.phase}
-        phase = next((name for name in PHASE_ORDER if name in phases), None)
+        phase = furthest(track.phase for track in [*collected.tracks.values(), collected.unranked])
         if phase is None:
             # no progress line said it: the frames of the tracebacks (the victims' included) do
-            shown = {phase_of_frames(tb.frames) for tb in collected.tracebacks} - {None}
-            phase = next((name for name in PHASE_ORDER if name in shown), None)
+            phase = furthest(phase_of_frames(tb.frames) for tb in collected.tracebacks)
         if phase == "loading":
             # every rank materialising the full checkpoint in RAM at once
             kinds = ["fix_config", "shard_more", "reduce_dataloader_workers"]

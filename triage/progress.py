@@ -46,7 +46,14 @@ def record_progress(out: Collected, source: str, lineno: int, raw: bytes, rank_h
             track.phase = phase
 
 
-_FURTHER = {"loading": 0, "data": 1, "training": 2}
+PHASES = ("loading", "data", "training")  # in the order a run moves through them
+_FURTHER = {name: index for index, name in enumerate(PHASES)}
+
+
+def furthest(phases) -> str | None:
+    """The phase furthest along of those given (None when none is)."""
+    known = [name for name in phases if name in _FURTHER]
+    return max(known, key=_FURTHER.__getitem__) if known else None
 
 
 def phase_of(text: str) -> str | None:

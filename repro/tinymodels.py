@@ -23,22 +23,26 @@ def cache_root() -> Path:
     return root
 
 
-def ensure(family: str) -> Path:
+def ensure(family: str, hidden: int = 64) -> Path:
+    """The cached tiny model of this family; a wider one (``hidden``) for memory checks, where activations
+    must outweigh the fixed cost of torch so that a batch-size change shows in the peak."""
     family = "".join(ch for ch in family if ch.isalnum() or ch == "_") or "llama"
+    hidden = int(hidden)
     root = cache_root()
-    target = root / family
+    target = root / (family if hidden == 64 else f"{family}_h{hidden}")
     if (target / "config.json").exists():
         return target
-    with open(root / f".{family}.lock", "w") as lock:
+    with open(root / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / "config.json").exists():
             return target
-        result = sandbox.run(["python", "/triage/runtime/tiny_model.py", family, "/work/out/model"],
+        result = sandbox.run(["python", "/triage/runtime/tiny_model.py", family, "/work/out/model",
+                              "--hidden", str(hidden)],
                              limits=sandbox.SandboxLimits(wall_s=180, address_space_mb=8192))
         files = {name[len("model/"):]: data for name, data in result.files.items() if name.startswith("model/")}
         if not result.ok or "config.json" not in files:
             raise sandbox.SandboxUnavailable(f"could not build the tiny {family} model:\n{result.log[-2000:]}")
-        staging = Path(tempfile.mkdtemp(prefix=f".{family}-", dir=root))
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
         for name, data in files.items():
             path = staging / name
             path.parent.mkdir(parents=True, exist_ok=True)

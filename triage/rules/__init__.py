@@ -7,7 +7,9 @@ A rule has an id, a category (taxonomy.md), a role and ordered fix kinds:
   hint          a frame or phase line that suggests a category (e.g. a traceback frame inside
                 `apply_chat_template`); it counts at half weight under an exception and never outranks what
                 a root rule recognises; alone in a log it is reported, at a low confidence
-A rule may also say what its failure means while the traceback reads training data (`reading_data`).
+A rule may also say what its failure means while the traceback reads training data (`reading_data`), or,
+through `within`, what it means given the traceback's frames (a missing module imported by the script's
+own code is the project's own module, not a package).
 DEFAULT_FIXES are the fix kinds every diagnosis of a category offers after its rule's own.
 When no rule matches an exception, rules/exceptions.py (the fallback classifier) names a category from
 the exception's class, its message keywords and the module that raised it, at a lower weight.
@@ -61,6 +63,8 @@ class Rule:
     # (category, fixes) the same failure means when its traceback was reading training data, not a model
     # (an unreadable file inside a Dataset's __getitem__ is a damaged data shard, not a damaged checkpoint)
     reading_data: tuple[str, tuple[str, ...], str] | None = None  # (category, fixes, summary)
+    # (line text, the traceback's frames) -> (category, fixes, summary) when the frames change the meaning
+    within: Callable[[str, list[dict]], tuple[str, tuple[str, ...], str] | None] | None = None
 
     def match(self, text: str) -> re.Match | None:
         haystack = text.lower() if self.ignore_case else text
@@ -107,6 +111,7 @@ def rule(
     flags=0,
     sampled=False,
     reading_data=None,
+    within=None,
 ) -> Rule:
     ignore = bool(flags & re.IGNORECASE)
     return Rule(
@@ -122,6 +127,7 @@ def rule(
         ignore_case=ignore,
         sampled=sampled,
         reading_data=(reading_data[0], tuple(reading_data[1]), reading_data[2]) if reading_data else None,
+        within=within,
     )
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from triage.rules.packages import installed_software, missing_module
+
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
     r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
@@ -183,6 +185,20 @@ def library_file(path: str) -> bool:
     return bool(_SITE.search(path)) or path.startswith("<")
 
 
+def own_module(text: str, frames: list[dict]):
+    """A module that is no package, imported by the script's own code: the project's own file is missing
+    from this process's copy of the code or path (an unsynced node, another working directory).
+    (category, fixes, summary), or None when the module is installed software or a library imports it."""
+    module = missing_module(text)
+    while frames and "importlib" in str(frames[-1].get("file", "")):  # import_module(name): the caller imports
+        frames = frames[:-1]
+    if module is None or installed_software(module) or not frames or library_file(str(frames[-1].get("file", ""))):
+        return None
+    return ("code_bug", ("fix_path", "fix_code"),
+            f"the script imports its own module {module!r}, which is not on this process's path: the node's copy "
+            "of the code lacks it, or the job runs from another directory or PYTHONPATH")
+
+
 _MODEL_LOADING = re.compile(r"from_pretrained|load_state_dict|load_checkpoint|_load_pretrained|load_model|load_adapter")
 
 
@@ -243,6 +259,9 @@ def explain(
     if exception == "MemoryError":
         return "host_oom", ["reduce_batch_size", "reduce_dataloader_workers"], 0.55, "the exception class MemoryError"
     if exception in _VERSION:
+        own = own_module(message, frames)
+        if own is not None:
+            return own[0], list(own[1]), 0.5, "a module of the project's own code, not an installed package"
         return "version_mismatch", ["pin_versions"], 0.55, f"the exception class {exception}"
     if exception in ("NameError", "UnboundLocalError", "SyntaxError", "IndentationError", "TabError") and (
         raised_in_user_code or not frames

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from triage.rules import ROOT, rule
+from triage.rules.exceptions import own_module
 
 
 def _keyword(match: re.Match) -> dict:
@@ -97,6 +98,7 @@ RULES = [
         ["pin_versions"],
         0.75,
         "an installed package does not provide what the script imports",
+        within=own_module,
     ),
     rule(
         "versions.build",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from triage import fixes as fix_builders
 from triage import memory as memory_module
 from triage.collect import Collector
 from triage.commandline import launch_shape, parse_command
+from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
@@ -18,6 +20,8 @@ from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
 from triage.progress import furthest, phase_of_frames
 from triage.rules import DEFAULT_FIXES
+from triage.rules import config as config_rules
+from triage.rules import exceptions as exception_rules
 from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
 from triage.timeline import rank_statuses
@@ -84,7 +88,7 @@ def _build(
     collected, verdict: Verdict, world_size, command, configs, data_sample, memory_result
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
-    winner = verdict.candidate
+    winner = _reread(verdict.candidate, verdict, command)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -137,6 +141,18 @@ def _build(
         launcher_verdict_reason=reason,
         facts=facts,
     )
+
+
+def _reread(winner, verdict: Verdict, command: str | None):
+    """The winner, reinterpreted by what the launch command shows (a parse error in the config file it names)."""
+    if winner is None or winner.category != "data_corrupt" or not command:
+        return winner
+    frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
+    configs, data = named_files(parse_command(command))
+    meant = config_rules.unreadable_config(verdict.exception, exception_rules.reading_data(frames), configs, data)
+    if meant is None:
+        return winner
+    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
 
 
 def _launcher(collected, command) -> str:

@@ -172,3 +172,19 @@ RULES = [
         "two training flags contradict each other",
     ),
 ]
+
+
+# parsers' errors for a file that is not valid JSON / YAML / TOML
+_PARSE_ERRORS = frozenset({"JSONDecodeError", "ScannerError", "ParserError", "TOMLDecodeError", "YAMLError"})
+
+
+def unreadable_config(exception: str | None, reads_data: bool, configs: list[str], data: list[str]):
+    """A parse error is the config file's, not the data's, when the command hands the script a JSON/YAML
+    config and no data file, and the traceback does not run through data reading: (category, fixes,
+    summary), or None."""
+    if exception not in _PARSE_ERRORS or reads_data or not configs or data:
+        return None
+    return ("config_invalid", ("fix_config",),
+            f"the config file the command passes ({', '.join(configs[:2])}) is not valid "
+            f"{'JSON' if exception == 'JSONDecodeError' else 'YAML/TOML'}: a hand edit left a trailing comma, "
+            "a quote or a bracket wrong at the position the message gives")

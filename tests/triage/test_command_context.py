@@ -1,0 +1,58 @@
+"""What the launch command shows changes what a log means: a parse error in the config file it passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage import diagnose
+from triage.commandline import parse_command
+from triage.commandline.files import named_files
+
+PARSE_ERROR = """\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/home/ops/sweep/run_pretrain.py", line 51, in setup
+[rank1]:     overrides = json.load(handle)
+[rank1]:   File "/usr/lib/python3.11/json/__init__.py", line 293, in load
+[rank1]:     return loads(fp.read(),
+[rank1]:   File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode
+[rank1]:     raise JSONDecodeError("Expecting value", s, err.value) from None
+[rank1]: json.decoder.JSONDecodeError: Expecting ',' delimiter: line 7 column 3 (char 131)
+"""
+
+THROUGH_DATASETS = PARSE_ERROR.replace("/home/ops/sweep/run_pretrain.py", "/opt/venv/lib/python3.11/site-packages/"
+                                       "datasets/packaged_modules/json/json.py").replace("setup", "_generate_tables")
+
+
+def _diagnose(tmp_path, text, command):
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    return diagnose([log], command=command)
+
+
+@pytest.mark.parametrize("flag", ["--config sweep/overrides.json", "--deepspeed ds_zero2.json",
+                                  "--cfg-file=conf/run.yaml"])
+def test_a_parse_error_with_only_a_config_file_passed_is_the_configs(tmp_path, flag):
+    result = _diagnose(tmp_path, PARSE_ERROR, f"torchrun --nproc_per_node 2 run_pretrain.py {flag} --steps 9")
+    assert result.category == "config_invalid"
+    assert result.fixes[0]["kind"] == "fix_config"
+    assert flag.split()[-1].split("=")[-1] in result.summary and result.failing_rank == 1
+
+
+@pytest.mark.parametrize("command", [
+    None,
+    "torchrun --nproc_per_node 2 run_pretrain.py --steps 9",
+    "torchrun --nproc_per_node 2 run_pretrain.py --config sweep/overrides.json --train_file data/part1.jsonl",
+])
+def test_a_parse_error_is_the_datas_when_the_command_names_data_or_no_config(tmp_path, command):
+    assert _diagnose(tmp_path, PARSE_ERROR, command).category == "data_corrupt"
+
+
+def test_a_parse_error_inside_dataset_loading_stays_the_datas(tmp_path):
+    command = "torchrun --nproc_per_node 2 run_pretrain.py --config sweep/overrides.json"
+    assert _diagnose(tmp_path, THROUGH_DATASETS, command).category == "data_corrupt"
+
+
+def test_named_files_splits_configs_from_data():
+    cmd = parse_command("accelerate launch train.py --deepspeed ds.json --dataset_path d/rows.jsonl "
+                        "--output_dir out --hparams hp.yaml notes.txt")
+    assert named_files(cmd) == (["ds.json", "hp.yaml"], ["d/rows.jsonl", "notes.txt"])

@@ -20,8 +20,17 @@ from triage.rules.packages import installed_software, missing_module
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
     r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
-    r"[/\\](?:data|datasets?)[/\\]",
+    r"[/\\](?:data|datasets?)[/\\]|read_?(?:rows|records|samples|examples|jsonl?|lines)|(?<![A-Za-z])encode\b",
     re.IGNORECASE,
+)
+# an evaluation's metric code: what fails there is the metric's own code, not the data it is handed
+_METRIC_FRAMES = re.compile(r"compute_metrics|metric_fn|_metrics?$|^metrics?_", re.IGNORECASE)
+# a row's field holding null or a number where the data code expects text or a list
+_SCALAR_FIELD = re.compile(
+    r"^'(?:NoneType|int|float|bool)' object (?:is not (?:iterable|subscriptable)|has no attribute "
+    r"'(?:strip|split|lower|upper|endswith|startswith|replace|encode|format|join|keys|items|get|append)')|"
+    r"expected (?:str|string)\b.{0,30}\b(?:got|not) '?(?:NoneType|int|float)|"
+    r"can only concatenate str \(not \"(?:NoneType|int|float)\"\)"
 )
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
 # a record without the field the recipe reads
@@ -240,7 +249,8 @@ def explain(
         frames = frames[:-1]
     user_frames = [frame for frame in frames if not _SITE.search(frame.get("file", ""))]
     raised_in_user_code = bool(frames) and frames[-1] in user_frames
-    in_data = any(
+    in_metrics = any(_METRIC_FRAMES.search(str(frame.get("function", ""))) for frame in user_frames[-2:])
+    in_data = not in_metrics and any(
         _DATA_FRAMES.search(frame.get("function", "") + " " + frame.get("file", "")) for frame in frames[-4:]
     )
     if exception == "TemplateError":
@@ -296,6 +306,14 @@ def explain(
                 and category in _SOFT_KEYWORDS)
         if not weak:
             return category, fixes, weight, f"the message keywords {words!r}"
+    if in_data and exception in ("TypeError", "AttributeError") and _SCALAR_FIELD.search(message.strip()):
+        return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
+                "a row's field is null or a number where the data code expects text or a list")
+    if in_data and exception == "AssertionError" and raised_in_user_code:
+        return ("data_pipeline", ["fix_data_file"], 0.35,
+                "an assertion of the script's own data code rejected a row or batch")
+    if in_metrics and (exception in _CODE_BUGS or exception == "KeyError"):
+        return "code_bug", ["fix_code"], 0.4, f"a {exception} in the evaluation's metric code"
     module = _by_module(full_name, frames)
     if module is not None:
         category, fixes, where = module

@@ -1,0 +1,51 @@
+"""Data or code: where an exception was raised and what its message says about a row's values."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage import diagnose
+
+SITE = "/srv/env/lib/python3.11/site-packages"
+
+
+def _trace(frames, last):
+    lines = ["Traceback (most recent call last):"]
+    for path, function in frames:
+        lines.append(f'  File "{path}", line 40, in {function}')
+        lines.append("    step()")
+    return "\n".join(lines + [last]) + "\n"
+
+
+CASES = [
+    # a null text field reaching a map function of the library's formatting
+    (_trace([("/work/sft/run.py", "main"), (f"{SITE}/datasets/arrow_dataset.py", "_map_single"),
+             ("/work/sft/run.py", "add_suffix")],
+            "AttributeError: 'NoneType' object has no attribute 'strip'"), "data_schema", "fix_data_file"),
+    # a number where the script's own row reader expects text
+    (_trace([("/work/pt/train.py", "main"), ("/work/pt/train.py", "read_records"), ("/work/pt/train.py", "encode")],
+            "TypeError: 'float' object is not iterable"), "data_schema", "fix_data_file"),
+    # the script's collate function asserting on a batch
+    (_trace([("/work/pt/train.py", "train"), (f"{SITE}/torch/utils/data/_utils/fetch.py", "fetch"),
+             ("/work/pt/train.py", "pad_collate")],
+            "AssertionError: row 3 has no tokens"), "data_pipeline", "fix_data_file"),
+    # the evaluation's metric code decoding the wrong thing
+    (_trace([(f"{SITE}/transformers/trainer.py", "evaluation_loop"), ("/work/ft/train.py", "compute_metrics"),
+             (f"{SITE}/transformers/tokenization_utils_base.py", "batch_decode")],
+            "TypeError: argument 'ids': 'list' object cannot be interpreted as an integer"), "code_bug", "fix_code"),
+    # near misses: a tensor written to JSON, an assertion in the training step
+    (_trace([("/work/pt/train.py", "save_meta"), ("/usr/lib/python3.11/json/__init__.py", "dump"),
+             ("/usr/lib/python3.11/json/encoder.py", "_iterencode")],
+            "TypeError: Object of type Tensor is not JSON serializable"), "code_bug", "fix_code"),
+    (_trace([("/work/pt/train.py", "train_step")], "AssertionError: loss went negative"), "code_bug", "fix_code"),
+]
+
+
+@pytest.mark.parametrize("text, category, first_fix", CASES,
+                         ids=["null-field", "number-field", "collate-assert", "metrics", "json-dump", "step-assert"])
+def test_data_or_code(tmp_path, text, category, first_fix):
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    result = diagnose([log])
+    assert result.category == category, result.facts
+    assert result.fixes[0]["kind"] == first_fix

@@ -74,6 +74,11 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             return Verdict(
                 None, rank, origin, origin.exception, origin.message, "the rank that raised the exception"
             )
+        alone = _left_alone(collected, world_size)
+        if alone is not None:
+            tb = alone.traceback
+            return Verdict(alone, alone.rank, tb, tb.exception, tb.message,
+                           "the only rank that failed: its peers finished and left it in a collective")
         return Verdict(None, rank_without_verdict(collected), None, None, None, "no failure signature found")
     pool.sort(key=_order)
     winner = pool[0]
@@ -146,6 +151,31 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         # keep the chain readable: the origin first, then what the matching exception said about it
         message = f"{message} (then {matched.exception}: {matched.message})"
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
+
+
+LEFT_ALONE = ("a collective that its peers never called: they finished (exit 0) while this rank still waited in "
+              "it, so the script calls a barrier/all_reduce on some ranks only, or a different number of times")
+
+
+def _left_alone(collected: Collected, world_size: int | None) -> Candidate | None:
+    """Every traceback says a peer closed the connection, on some ranks only, and the launcher reports no
+    other rank failing: the peers ended normally while these ranks still waited in a collective. That is a
+    collective called unevenly (an extra barrier on one rank), a bug of the script, not of the network."""
+    cascade_lines = {(hit.source, hit.line) for hit in collected.cascades}
+    lost = [tb for tb in collected.tracebacks if tb.exception and (tb.source, tb.exc_line) in cascade_lines
+            and tb.rank is not None]
+    failed = {item.rank for item in collected.launcher.exits
+              if item.rank is not None and (item.exit_code not in (None, 0) or item.signal)}
+    ranks = {tb.rank for tb in lost}
+    if not lost or not world_size or len(ranks) >= world_size or not failed or not failed <= ranks:
+        return None
+    if any(tb.exception not in _WRAPPERS and (tb.source, tb.exc_line) not in cascade_lines
+           for tb in collected.tracebacks if tb.exception):
+        return None
+    first = min(lost, key=lambda tb: (tb.t if tb.t is not None else float("inf"), tb.seq))
+    return Candidate("code_bug", 0.3, ["fix_code"], "code.collective_left_alone", LEFT_ALONE, first.rank,
+                     first.source, first.exc_line, first.exc_text, first.seq, first.t,
+                     {"classified_by": "peers that finished while this rank waited in a collective"}, first)
 
 
 def _device_errors(collected: Collected) -> list[Traceback]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from triage.candidates import Candidate
 from triage.collected import Collected
+from triage.rules.exceptions import library_file
 
 
 def first_failing_rank(
@@ -114,9 +115,17 @@ def _timeout_culprit(
     if reporters:
         odd = _odd_collective(pool, reporters)
         if odd is not None:
+            winner.facts["out_of_step"] = odd
             return odd, (
                 "every rank reported the timeout, and this one timed out in a different collective (SeqNum) "
                 "than all the others: it fell out of step with them"
+            )
+        odd = _odd_place(pool, reporters)
+        if odd is not None:
+            winner.facts["out_of_step"] = odd
+            return odd, (
+                "every rank reported the timeout, and this one was waiting at another line of the script than "
+                "all the others: it took another path (more batches, a skipped or extra collective)"
             )
         stalled = _oldest_progress(collected, reporters)
         if stalled is not None:
@@ -140,6 +149,28 @@ def _odd_collective(pool: list[Candidate], reporters: list[int]) -> int | None:
     if len(counts) != 2:
         return None
     lone = [ranks for ranks in counts.values() if len(ranks) == 1]
+    return lone[0][0] if len(lone) == 1 else None
+
+
+def _odd_place(pool: list[Candidate], reporters: list[int]) -> int | None:
+    """The one rank whose timed-out call sits at another line of the script's own code than every other
+    rank's (the others wait in the final barrier, it is still in a training step's all_reduce)."""
+    place_of: dict[int, set[tuple[str, int]]] = {}
+    for item in pool:
+        if item.category != "nccl_timeout" or item.rank is None or item.traceback is None:
+            continue
+        own = [frame for frame in item.traceback.frames if not library_file(str(frame.get("file", "")))]
+        if own:
+            name = str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1]  # nodes may run other copies
+            place_of.setdefault(item.rank, set()).add((name, int(own[-1].get("line") or 0)))
+    if len(place_of) < 3 or len(place_of) != len(reporters) or any(len(places) != 1 for places in place_of.values()):
+        return None
+    ranks_at: dict[tuple[str, int], list[int]] = {}
+    for rank, places in place_of.items():
+        ranks_at.setdefault(next(iter(places)), []).append(rank)
+    if len(ranks_at) != 2:
+        return None
+    lone = [ranks for ranks in ranks_at.values() if len(ranks) == 1]
     return lone[0][0] if len(lone) == 1 else None
 
 

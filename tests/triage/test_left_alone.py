@@ -56,3 +56,28 @@ def test_peers_that_finished_leave_a_rank_in_a_collective_a_script_bug(tmp_path)
 def test_a_peer_that_was_killed_is_not_a_script_bug(tmp_path):
     result = _diagnose(tmp_path, WAITING.format(others=KILLED_PEER))
     assert result.category != "code_bug"
+
+
+def _timed_out(rank, line, function):
+    return (f"[rank{rank}]: Traceback (most recent call last):\n"
+            f'[rank{rank}]:   File "/jobs/n{rank // 2}/fit.py", line {line}, in {function}\n'
+            f"[rank{rank}]:     step()\n"
+            f'[rank{rank}]:   File "/env/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+            f"line 4811, in barrier\n"
+            f"[rank{rank}]:     work.wait()\n"
+            f"[rank{rank}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+            f"Timed out waiting 1800000ms for recv operation to complete\n")
+
+
+def test_the_one_rank_waiting_at_another_line_is_out_of_step(tmp_path):
+    text = "".join(_timed_out(rank, 77, "finish") for rank in (0, 1, 3)) + _timed_out(2, 52, "train_step")
+    result = _diagnose(tmp_path, text)
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 2)
+    assert [fix["kind"] for fix in result.fixes][:2] == ["fix_code", "fix_data_file"]
+
+
+def test_ranks_waiting_at_the_same_line_name_no_culprit(tmp_path):
+    text = "".join(_timed_out(rank, 77, "finish") for rank in range(4))
+    result = _diagnose(tmp_path, text)
+    assert result.category == "nccl_timeout" and result.failing_rank is None
+    assert result.fixes[0]["kind"] == "increase_timeout"

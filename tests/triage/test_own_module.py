@@ -71,3 +71,25 @@ def test_names_of_installed_software():
     assert missing_module("ImportError: cannot import name 'x' from 'y'") is None
     assert installed_software("json") and installed_software("transformers.models.x") and installed_software("amp_C")
     assert not installed_software("textnorm") and not installed_software("my_utils.metrics")
+
+
+STATE_DICT = """\
+Traceback (most recent call last):
+  File "/work/rl/warmstart.py", line 31, in <module>
+    policy.load_state_dict(torch.load(args.init, map_location="cpu"))
+  File "/env/lib/python3.11/site-packages/torch/nn/modules/module.py", line 2593, in load_state_dict
+    raise RuntimeError(
+RuntimeError: Error(s) in loading state_dict for PolicyNet:
+\t{detail}
+"""
+
+
+@pytest.mark.parametrize("detail, first_fix", [
+    ('Missing key(s) in state_dict: "trunk.0.weight". Unexpected key(s) in state_dict: "module.trunk.0.weight".',
+     "fix_code"),
+    ("size mismatch for head.weight: copying a param with shape torch.Size([6, 64]) from checkpoint, the shape in "
+     "current model is torch.Size([4, 64]).", "fix_config"),
+])
+def test_names_that_differ_are_the_codes_sizes_that_differ_the_configs(tmp_path, detail, first_fix):
+    result = _diagnose(tmp_path, STATE_DICT.format(detail=detail))
+    assert result.category == "model_load" and result.fixes[0]["kind"] == first_fix

@@ -63,7 +63,8 @@ class Rule:
     # (category, fixes) the same failure means when its traceback was reading training data, not a model
     # (an unreadable file inside a Dataset's __getitem__ is a damaged data shard, not a damaged checkpoint)
     reading_data: tuple[str, tuple[str, ...], str] | None = None  # (category, fixes, summary)
-    # (line text, the traceback's frames) -> (category, fixes, summary) when the frames change the meaning
+    # (line text + the exception's whole message, the traceback's frames) -> (category, fixes, summary)
+    # when they change what the line means
     within: Callable[[str, list[dict]], tuple[str, tuple[str, ...], str] | None] | None = None
 
     def match(self, text: str) -> re.Match | None:

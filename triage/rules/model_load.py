@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.rules import ROOT, rule
+
+
+def _names_differ(text: str, frames: list[dict]):
+    """Only names missing or unexpected, no size mismatch: the checkpoint comes from another model class,
+    under a wrapper's prefix, or from another path; not from another config of the same model."""
+    if "size mismatch" in text or not re.search(r"(?:Missing|Unexpected) key\(s\) in state_dict", text):
+        return None
+    return ("model_load", ("fix_code", "fix_path"),
+            "the checkpoint's parameter names do not match the model's: it was saved from another model class "
+            "or under a wrapper's prefix (`module.`, `_orig_mod.`), or the path points at another checkpoint")
+
 
 RULES = [
     rule(
@@ -77,6 +90,7 @@ RULES = [
         0.85,
         "the checkpoint's weights do not fit the model: it was built with another config (sizes, LoRA rank, "
         "layers) than the one the weights were saved with",
+        within=_names_differ,
     ),
     rule(
         "model_load.corrupt_checkpoint",

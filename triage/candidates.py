@@ -93,12 +93,12 @@ def candidates(collected: Collected) -> list[Candidate]:
         elif hit.rule.role == ROOT and _BENIGN.search(hit.text or ""):
             weight *= BENIGN_FACTOR
         category, fixes, summary = hit.rule.category, list(hit.rule.fixes), hit.rule.summary
-        if hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):
+        meant = hit.rule.within(f"{hit.text or ''}\n{tb.message or ''}", list(tb.frames)) \
+            if hit.rule.within and tb is not None else None
+        if meant is not None:
+            category, fixes, summary = meant[0], list(meant[1]), meant[2]
+        elif hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):
             category, fixes, summary = hit.rule.reading_data[0], list(hit.rule.reading_data[1]), hit.rule.reading_data[2]
-        elif hit.rule.within and tb is not None:
-            meant = hit.rule.within(f"{hit.text or ''}\n{tb.message or ''}", list(tb.frames))
-            if meant is not None:
-                category, fixes, summary = meant[0], list(meant[1]), meant[2]
         out.append(
             Candidate(
                 category,

@@ -93,3 +93,26 @@ RuntimeError: Error(s) in loading state_dict for PolicyNet:
 def test_names_that_differ_are_the_codes_sizes_that_differ_the_configs(tmp_path, detail, first_fix):
     result = _diagnose(tmp_path, STATE_DICT.format(detail=detail))
     assert result.category == "model_load" and result.fixes[0]["kind"] == first_fix
+
+
+WEIGHTS_ONLY = """\
+Traceback (most recent call last):
+  File "/work/rl/resume.py", line 12, in restore
+    state = torch.load(path)
+  File "/env/lib/python3.11/site-packages/torch/serialization.py", line 1529, in load
+    raise pickle.UnpicklingError(_get_wo_message(str(e))) from None
+_pickle.UnpicklingError: Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will likely succeed.
+\tWeightsUnpickler error: {detail}
+"""
+
+
+@pytest.mark.parametrize("detail, category", [
+    ("Unsupported global: GLOBAL omegaconf.dictconfig.DictConfig was not an allowed global by default.",
+     "version_mismatch"),
+    ("Unpickler found an invalid load key 'v'.", "model_load"),
+])
+def test_a_refused_pickled_class_is_torchs_new_default_not_a_damaged_file(tmp_path, detail, category):
+    result = _diagnose(tmp_path, WEIGHTS_ONLY.format(detail=detail))
+    assert result.category == category
+    if category == "version_mismatch":
+        assert [fix["kind"] for fix in result.fixes][:2] == ["fix_code", "pin_versions"]

@@ -17,6 +17,16 @@ def _names_differ(text: str, frames: list[dict]):
             "or under a wrapper's prefix (`module.`, `_orig_mod.`), or the path points at another checkpoint")
 
 
+def _weights_only_default(text: str, frames: list[dict]):
+    """torch >= 2.6 loads with weights_only=True by default and refuses any pickled class it was not told
+    to allow: a readable file that an older torch loaded, refused by a newer one."""
+    if not re.search(r"Unsupported global: GLOBAL [\w.]+|not an allowed global", text):
+        return None
+    return ("version_mismatch", ("fix_code", "pin_versions"),
+            "torch.load now defaults to weights_only=True and refuses a class pickled in the file: load it with "
+            "weights_only=False if you trust it, or allow the class with torch.serialization.add_safe_globals")
+
+
 RULES = [
     rule(
         "model_load.class_missing",
@@ -105,6 +115,7 @@ RULES = [
         "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",
         reading_data=("data_corrupt", ["fix_data_file"],
                       "a data file the dataset reads is unreadable (truncated, corrupt, or not the expected format)"),
+        within=_weights_only_default,
     ),
     rule(
         "model_load.vocab_mismatch",

@@ -49,3 +49,15 @@ def test_data_or_code(tmp_path, text, category, first_fix):
     result = diagnose([log])
     assert result.category == category, result.facts
     assert result.fixes[0]["kind"] == first_fix
+
+
+@pytest.mark.parametrize("frames, category, first_fix", [
+    ([("/work/tab/fit.py", "main"), ("/work/tab/fit.py", "load_table")], "data_schema", "fix_data_file"),
+    ([("/work/tab/fit.py", "main"), (f"{SITE}/transformers/tokenization_utils_base.py", "convert_to_tensors")],
+     "data_pipeline", "fix_config"),
+], ids=["script-stacks-rows", "tokenizer-without-padding"])
+def test_ragged_rows_stacked_by_the_script_are_the_datas(tmp_path, frames, category, first_fix):
+    log = tmp_path / "log.txt"
+    log.write_text(_trace(frames, "ValueError: expected sequence of length 12 at dim 1 (got 11)"))
+    result = diagnose([log])
+    assert result.category == category and result.fixes[0]["kind"] == first_fix

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from triage.rules import HINT, ROOT, rule
+from triage.rules.exceptions import library_file
 
 _FIELDS = (
     r"conversations?|messages|text|instruction|input|output|prompt|chosen|rejected|response|completion|"
@@ -19,6 +20,19 @@ def _exception_from_class(match: re.Match) -> dict:
     if not found:
         return {}
     return {"exception": found.group(1).rsplit(".", 1)[-1], "message": found.group(2).strip() or match.string}
+
+
+def _ragged_rows(text: str, frames: list[dict]):
+    """torch.tensor() over rows of unequal length, called by the script itself with no tokenizer or collator
+    in the traceback: a row of the data file has another number of values than the others."""
+    if "expected sequence of length" not in text or not frames or library_file(str(frames[-1].get("file", ""))):
+        return None
+    if any(re.search(r"tokeniz|collat|pad", str(frame.get("function", "")) + str(frame.get("file", "")), re.I)
+           for frame in frames):
+        return None
+    return ("data_schema", ("fix_data_file",),
+            "a row of the data has another number of values than the others, so the script cannot stack the rows "
+            "into one tensor")
 
 
 RULES = [
@@ -182,6 +196,7 @@ RULES = [
         ["fix_config"],
         0.75,
         "the tokenizer/collator cannot batch the samples (padding or truncation)",
+        within=_ragged_rows,
     ),
     rule(
         "data.label_out_of_range",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from triage.collected import Collected, Hit
 from triage.ranks import mentioned_rank
-from triage.rules import CONFIRMATION, HINT, ROOT, exceptions
+from triage.rules import CONFIRMATION, HINT, ROOT, exceptions, signals
 from triage.tracebacks import Traceback
 
 TRACEBACK_BONUS = 0.05  # the rule matched the exception line of a whole traceback: class, message and frames agree
@@ -20,7 +20,6 @@ HINT_UNDER_EXCEPTION = 0.5  # a frame hint never outranks what the exception lin
 HANDLED_FACTOR = 0.3  # an exception the process printed and survived (caught and logged) is no root
 CONFIRMED_BONUS = 0.15  # another line of the same category confirms it (the kernel OOM killer for host_oom)
 
-SIGKILL_WEIGHT = 0.55
 
 
 _WRAPPERS = exceptions.WRAPPERS  # the one list lives with the rules (triage/rules/exceptions.py)
@@ -282,48 +281,17 @@ def _handled_tracebacks(collected: Collected) -> set[int]:
 
 
 def _signal_candidates(collected: Collected) -> list[Candidate]:
-    """A rank killed by SIGKILL (-9) with no exception of its own: the host OOM killer's signature."""
+    """A rank that died of a signal with no exception of its own: what that signal means (rules/signals.py)."""
     out = []
-    facts = collected.launcher
-    for item in facts.exits:
-        if item.exit_code == -7 or item.signal == "SIGBUS":
-            rank = item.rank if item.rank is not None else item.local_rank
-            out.append(
-                Candidate(
-                    "dataloader_worker",
-                    0.45,
-                    ["increase_shm", "reduce_dataloader_workers"],
-                    "launcher.sigbus",
-                    "the process died of SIGBUS, most often shared memory (/dev/shm) "
-                    "running out under DataLoader workers",
-                    rank,
-                    item.source,
-                    item.line,
-                    item.text,
-                    10**9,
-                    None,
-                    {"exit_code": item.exit_code, "signal": "SIGBUS"},
-                )
-            )
-        if item.exit_code in (-9, 137) or item.signal == "SIGKILL":
-            rank = item.rank if item.rank is not None else item.local_rank
-            out.append(
-                Candidate(
-                    "host_oom",
-                    SIGKILL_WEIGHT,
-                    ["fix_config", "reduce_batch_size", "reduce_dataloader_workers"],
-                    "launcher.sigkill",
-                    "the process was killed with SIGKILL (exit -9) and left no "
-                    "traceback, the signature of the host's out-of-memory killer",
-                    rank,
-                    item.source,
-                    item.line,
-                    item.text,
-                    10**9,
-                    None,
-                    {"exit_code": item.exit_code, "signal": "SIGKILL"},
-                )
-            )
+    for item in collected.launcher.exits:
+        for meaning in signals.MEANINGS:
+            if meaning.covers(item.exit_code, item.signal):
+                rank = item.rank if item.rank is not None else item.local_rank
+                out.append(Candidate(
+                    meaning.category, meaning.weight, list(meaning.fixes), meaning.id, meaning.summary, rank,
+                    item.source, item.line, item.text, 10**9, None,
+                    {"exit_code": item.exit_code, "signal": next(iter(meaning.names))},
+                ))
     return out
 
 

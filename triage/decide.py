@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from triage.attribution import first_failing_rank, rank_without_verdict
 from triage.candidates import _WRAPPERS, Candidate, _origin, bare_traceback, candidates
 from triage.collected import Collected
+from triage.rules import code as code_rules
 from triage.rules import exceptions
 from triage.tracebacks import Traceback, parse_bare_exception
 
@@ -153,10 +154,6 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
 
 
-LEFT_ALONE = ("a collective that its peers never called: they finished (exit 0) while this rank still waited in "
-              "it, so the script calls a barrier/all_reduce on some ranks only, or a different number of times")
-
-
 def _left_alone(collected: Collected, world_size: int | None) -> Candidate | None:
     """Every traceback says a peer closed the connection, on some ranks only, and the launcher reports no
     other rank failing: the peers ended normally while these ranks still waited in a collective. That is a
@@ -173,7 +170,8 @@ def _left_alone(collected: Collected, world_size: int | None) -> Candidate | Non
            for tb in collected.tracebacks if tb.exception):
         return None
     first = min(lost, key=lambda tb: (tb.t if tb.t is not None else float("inf"), tb.seq))
-    return Candidate("code_bug", 0.3, ["fix_code"], "code.collective_left_alone", LEFT_ALONE, first.rank,
+    category, fixes, weight, summary = code_rules.LEFT_ALONE
+    return Candidate(category, weight, list(fixes), "code.collective_left_alone", summary, first.rank,
                      first.source, first.exc_line, first.exc_text, first.seq, first.t,
                      {"classified_by": "peers that finished while this rank waited in a collective"}, first)
 

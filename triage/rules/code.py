@@ -99,3 +99,10 @@ RULES = [
         "DDP found parameters that got no gradient: set find_unused_parameters / ddp_find_unused_parameters",
     ),
 ]
+
+
+# peers that finished (exit 0) while some ranks still waited in a collective, which then lost the connection:
+# the script calls a collective on some ranks only (read in triage/decide.py when nothing else is a root)
+LEFT_ALONE = ("code_bug", ("fix_code",), 0.3,
+              "a collective that its peers never called: they finished (exit 0) while this rank still waited in "
+              "it, so the script calls a barrier/all_reduce on some ranks only, or a different number of times")

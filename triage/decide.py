@@ -92,7 +92,9 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         if cause is not None:
             winner = cause
     # prefer the earliest instance of the winning signature: the first rank that hit it
-    same = [item for item in pool if item.rule_id == winner.rule_id and item.weight >= winner.weight - 0.06]
+    # (the fallback classifier's ids name only a class: "exception.ValueError" is one signature per category)
+    same = [item for item in pool if item.rule_id == winner.rule_id and item.category == winner.category
+            and item.weight >= winner.weight - 0.06]
     if winner.category == "rendezvous" and not _WAITING.search(winner.text or ""):
         same = [item for item in same if not _WAITING.search(item.text or "")] or [winner]
     same.sort(key=lambda item: (item.t if item.t is not None else float("inf"), item.seq))

@@ -3,7 +3,8 @@
 Rank and host prefixes are read by `triage.ranks`; what is left may still start with a clock
 time (`16:49:33.632torch.cuda.OutOfMemoryError: ...`, glued), one or two ISO timestamps, a log
 level (`[ERROR]`, `ERROR:`, `| ERROR |`, `- INFO -`), a logger name (`root:`, `__main__:main:12 -`),
-bracketed runner tags (`[Driver]`, `[step (1234)]`, `[3f2a...]`), a runner's task name (`job/0 `), a Ray actor tag
+bracketed runner tags (`[Driver]`, `[step (1234)]`, `[3f2a...]`), a runner's task name (`job/0 `), a host name
+before a rank tag (`gpu-n3 [r6] `), a Ray actor tag
 (`(RayTrainWorker pid=123, ip=10.0.0.2)`) or a tqdm bar that did not end its line. The exception
 layer reads the *core* of the line, so an exception line is recognised whatever is glued before it;
 rules keep searching the whole line.
@@ -43,6 +44,9 @@ _STEPS = [
     re.compile(r"(?!\[(?:rank|default)\d+\])\[[^\[\]\n]{1,60}\]\s*(?=\S)"),  # a rank's own prefix stays
     # a job runner's task or replica name: "llama_sft/0 ", "trainer-job/12 " (NeMo-Run, batch runners)
     re.compile(r"[A-Za-z][\w.\-]{0,60}/\d{1,4}\s+(?=\S)"),
+    # a host name before a rank tag: "gpu-n3 [r6] ", "node07 [rank 3] " (per-node log collectors)
+    re.compile(r"[A-Za-z][\w.\-]{0,60}\s+(?=\[(?:r|rank|default|worker|task|proc|gpu)?[ :=]?\d{1,5}\])",
+               re.IGNORECASE),
     # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "
     re.compile(r"\((?:[\w.:\-]+\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 _TORCH = re.compile(r"\[(?:rank|default|[A-Za-z_]{1,20}?)(\d{1,6})\]:\s?")
-_MPI = re.compile(r"\[\d{1,4},(\d{1,6})\]<(?:stdout|stderr)>:\s?")
+_MPI = re.compile(r"\[(?:\d{1,4},)?(\d{1,6})\]<(?:stdout|stderr)>:\s?")  # mpirun [1,N], horovodrun --gloo [N]
 _MIDLINE = re.compile(r"\[rank(\d{1,6})\]:\s?")
 _SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
 # a rank naming itself at the start of its line: Lightning's "[rank: 1] ", a script's "Rank 3: ",

@@ -61,3 +61,36 @@ def test_ragged_rows_stacked_by_the_script_are_the_datas(tmp_path, frames, categ
     log.write_text(_trace(frames, "ValueError: expected sequence of length 12 at dim 1 (got 11)"))
     result = diagnose([log])
     assert result.category == category and result.fixes[0]["kind"] == first_fix
+
+
+@pytest.mark.parametrize("frames, last, category", [
+    # a library refusing a config file's keys / a scheduler setting: the config's
+    ([("/work/ft/run.py", "main"), (f"{SITE}/accelerate/commands/config/config_args.py", "from_yaml_file")],
+     "ValueError: The config file at c.yaml had unknown keys (['num_procs'])", "config_invalid"),
+    ([("/work/ft/run.py", "main"), (f"{SITE}/transformers/optimization.py", "get_scheduler")],
+     "ValueError: One of warmup_ratio or warmup_steps should be set through the scheduler kwargs", "config_invalid"),
+    # the DataLoader worker's seeding hook, under numpy's Cython frames: the script's code, not its data
+    ([(f"{SITE}/torch/utils/data/_utils/worker.py", "_worker_loop"), ("/work/ft/run.py", "seed_worker"),
+      ("numpy/random/mtrand.pyx", "numpy.random.mtrand.seed")],
+     "ValueError: Seed must be between 0 and 2**32 - 1", "code_bug"),
+    # a tokenizer.json cut short: the model folder, not the training data
+    ([("/work/ft/run.py", "main"), (f"{SITE}/transformers/tokenization_utils_base.py", "from_pretrained"),
+      ("/usr/lib/python3.11/json/decoder.py", "raw_decode")],
+     "json.decoder.JSONDecodeError: Unterminated string starting at: line 9 column 3 (char 201)", "model_load"),
+], ids=["unknown-config-keys", "scheduler-setting", "worker-seed", "tokenizer-json"])
+def test_library_refusals_and_hooks(tmp_path, frames, last, category):
+    log = tmp_path / "log.txt"
+    log.write_text(_trace(frames, last))
+    assert diagnose([log]).category == category
+
+
+def test_the_worker_re_raise_does_not_take_over_its_origins_category(tmp_path):
+    worker = _trace([(f"{SITE}/torch/utils/data/_utils/worker.py", "_worker_loop"), ("/work/ft/run.py", "seed_worker"),
+                     ("numpy/random/mtrand.pyx", "seed")], "ValueError: Seed must be between 0 and 2**32 - 1")
+    outer = _trace([("/work/ft/run.py", "batches"), (f"{SITE}/torch/utils/data/dataloader.py", "_next_data"),
+                    (f"{SITE}/torch/_utils.py", "reraise")],
+                   "ValueError: Caught ValueError in DataLoader worker process 0.\nOriginal " + worker)
+    log = tmp_path / "log.txt"
+    log.write_text(outer)
+    result = diagnose([log])
+    assert result.category == "code_bug" and "Seed must be" in result.root_cause.message

@@ -116,3 +116,19 @@ def test_a_refused_pickled_class_is_torchs_new_default_not_a_damaged_file(tmp_pa
     assert result.category == category
     if category == "version_mismatch":
         assert [fix["kind"] for fix in result.fixes][:2] == ["fix_code", "pin_versions"]
+
+
+@pytest.mark.parametrize("line, category, first_fix", [
+    ("ImportError: cannot import name 'load_dataset' from 'datasets' (/home/ci/job7/datasets.py)",
+     "code_bug", "fix_path"),
+    ("ImportError: cannot import name 'pack_rows' from 'batching' (/home/ci/job7/batching.py)", "code_bug", "fix_code"),
+    ("ImportError: cannot import name 'get_template' from 'llamafactory.data' "
+     "(/home/ci/LLaMA-Factory/src/llamafactory/data/__init__.py)", "version_mismatch", "pin_versions"),
+    ("ImportError: cannot import name 'load_dataset' from 'datasets' "
+     "(/opt/env/lib/python3.11/site-packages/datasets/__init__.py)", "version_mismatch", "pin_versions"),
+], ids=["stray-file-hides-package", "own-module-lacks-name", "editable-checkout", "installed-package"])
+def test_the_file_python_imported_says_whose_the_import_is(tmp_path, line, category, first_fix):
+    text = ('Traceback (most recent call last):\n  File "/home/ci/job7/train.py", line 3, in <module>\n'
+            "    from x import y\n" + line + "\n")
+    result = _diagnose(tmp_path, text)
+    assert result.category == category and result.fixes[0]["kind"] == first_fix

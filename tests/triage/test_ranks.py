@@ -326,3 +326,19 @@ def test_a_rank_that_lost_a_peer_is_no_straggler(tmp_path):
     ]
     result = diagnose([write(tmp_path / "run.log", "\n".join(lines) + "\n")], command="torchrun --nproc_per_node 4 t.py")
     assert (result.category, result.failing_rank) == ("nccl_timeout", 3)
+
+
+def test_horovod_and_mpirun_tag_prefixes_name_the_rank():
+    from triage.ranks import split_prefix
+    assert split_prefix("[3]<stderr>:ImportError: x").rank == 3
+    assert split_prefix("[1,5]<stdout>:step 4").rank == 5
+
+
+def test_a_host_name_before_a_rank_tag_does_not_hide_the_traceback(tmp_path):
+    from triage import diagnose
+    lines = ['Traceback (most recent call last):', '  File "/app/loop.py", line 9, in run',
+             '    guard(loss)', 'FloatingPointError: loss is nan at step 88']
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"2025-03-02T10:00:01Z node-b7 [r6] {line}\n" for line in lines))
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception) == ("numerical", "FloatingPointError")

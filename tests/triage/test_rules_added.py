@@ -7,6 +7,10 @@ import pytest
 from triage import diagnose
 
 CASES = [
+    ("[rank5]: RuntimeError: CUDA error: invalid device ordinal", "config.invalid_device_ordinal", "config_invalid"),
+    ("ValueError: Can't find 'adapter_config.json' at '/ckpt/run-7'", "model_load.adapter_missing", "model_load"),
+    ("ValueError: Image features and image tokens do not match: tokens: 100, features 400",
+     "data.image_tokens_mismatch", "data_pipeline"),
     ("[rank2]: RuntimeError: Expected to mark a variable ready only once. This error is caused by ...",
      "config.ddp_ready_twice", "config_invalid"),
     ("Error while creating shared memory segment /dev/shm/nccl-a1b2c3 (size 9637888), error: No space left on device (28)",
@@ -41,6 +45,9 @@ CASES = [
     ("[rank2]: IndexError: Target 4 is out of bounds.", "data.label_out_of_range", "data_schema"),
 ]
 NEAR_MISSES = [
+    "setting device ordinal 3 for local rank 3",
+    "saving adapter_config.json to /ckpt/run-7",
+    "resizing image features to 336x336 tokens",
     "INFO: all tensors are on the same device cuda:0",
     "Loading template qwen2 from the registry",
     "creating shared memory pool for the dataloader",

@@ -6,6 +6,17 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.invalid_device_ordinal",
+        "config_invalid",
+        ROOT,
+        ["invalid device ordinal"],
+        r"invalid device ordinal",
+        ["fix_config"],
+        0.85,
+        "a process asked for a GPU index the machine does not have: more processes per node than visible GPUs "
+        "(--nproc_per_node, CUDA_VISIBLE_DEVICES), or a device id written into the script",
+    ),
+    rule(
         "config.no_process_group",
         "config_invalid",
         ROOT,

@@ -22,6 +22,21 @@ def _exception_from_class(match: re.Match) -> dict:
     return {"exception": found.group(1).rsplit(".", 1)[-1], "message": found.group(2).strip() or match.string}
 
 
+_MODEL_FILE_FRAMES = re.compile(r"from_pretrained|tokenization_utils|configuration_utils|modeling_utils|"
+                                r"_from_pretrained|load_adapter|peft_model|generation[/\\]configuration")
+
+
+def _model_files(text: str, frames: list[dict]):
+    """A JSON file that a model, tokenizer or adapter loader reads (tokenizer.json, config.json): a damaged
+    model folder, not training data."""
+    if not any(_MODEL_FILE_FRAMES.search(str(frame.get("function", "")) + " " + str(frame.get("file", "")))
+               for frame in frames[-8:]):
+        return None
+    return ("model_load", ("fix_path",),
+            "a JSON file of the model folder (tokenizer.json, config.json, ...) is damaged or cut short: copy the "
+            "folder again, or point the path at a complete one")
+
+
 def _ragged_rows(text: str, frames: list[dict]):
     """torch.tensor() over rows of unequal length, called by the script itself with no tokenizer or collator
     in the traceback: a row of the data file has another number of values than the others."""
@@ -96,6 +111,7 @@ RULES = [
         ["fix_data_file"],
         0.85,
         "a data file is not valid JSON",
+        within=_model_files,
     ),
     rule(
         "data.arrow_invalid",
@@ -186,6 +202,20 @@ RULES = [
         ["reduce_dataloader_workers"],
         0.85,
         "a worker process of a datasets.map preprocessing step died (usually memory with many num_proc)",
+    ),
+    rule(
+        "data.image_tokens_mismatch",
+        "data_pipeline",
+        ROOT,
+        ["features and image tokens", "features and video tokens", "image tokens"],
+        # vision-language models: the text's image placeholder tokens and the vision tower's features disagree,
+        # most often because truncation (max_length) cut placeholders off a long sample
+        r"(?:[Ii]mage|[Vv]ideo) features and (?:image|video) tokens do not match|"
+        r"[Nn]umber of (?:image|video) tokens .{0,40}(?:does not|doesn't) match",
+        ["fix_config", "fix_data_file"],
+        0.8,
+        "the sample's image placeholder tokens and the image features disagree: truncation (max_length / "
+        "cutoff_len) cut the placeholders of a long sample, or a sample's placeholders do not match its images",
     ),
     rule(
         "data.padding",

@@ -25,6 +25,7 @@ _DATA_FRAMES = re.compile(
 )
 # an evaluation's metric code: what fails there is the metric's own code, not the data it is handed
 _METRIC_FRAMES = re.compile(r"compute_metrics|metric_fn|_metrics?$|^metrics?_", re.IGNORECASE)
+_WORKER_SETUP = re.compile(r"worker_init|seed_worker|_init_fn$|set_seed|seed_everything|seed_all", re.IGNORECASE)
 # a row's field holding null or a number where the data code expects text or a list
 _SCALAR_FIELD = re.compile(
     r"^'(?:NoneType|int|float|bool)' object (?:is not (?:iterable|subscriptable)|has no attribute "
@@ -40,7 +41,7 @@ _DATASET_KEY = re.compile(
     r"user|assistant|human|gpt|role|content|from|value|image|images|video|audio|label|labels|tools)'$",
     re.IGNORECASE,
 )
-_SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\")
+_SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\|\.pyx\b")  # .pyx: Cython (numpy, pandas)
 _CODE_BUGS = {
     "NameError",
     "UnboundLocalError",
@@ -149,7 +150,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible)|"
          r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
-         r"invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter)|unrecognized arguments|"
+         r"invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter|keys?)|unrecognized arguments|"
+         r"unrecognized keys?|extra (?:fields|inputs) (?:are )?not permitted|should be set (?:through|via|in|with)|"
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
@@ -177,7 +179,8 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     (re.compile(r"torch[/.]distributed[/.]elastic[/.]rendezvous|rendezvous|c10d_rendezvous|TCPStore"),
      "rendezvous", ["fix_rendezvous"]),
     (re.compile(r"deepspeed[/.]runtime[/.](?:config|zero[/.]config)|training_args|accelerate[/.]utils[/.]dataclasses|"
-                r"(?:hf_)?argparser|fsdp_utils|accelerator\.py"), "config_invalid", ["fix_config"]),
+                r"(?:hf_)?argparser|fsdp_utils|accelerator\.py|accelerate[/.]commands[/.]config|"
+                r"transformers[/.]optimization|lr_scheduler"), "config_invalid", ["fix_config"]),
     (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"
                 r"collator|tokenization_utils"), "data_pipeline", ["fix_data_file", "convert_data_format"]),
     # a model's own configuration class (or the auto mapping) rejecting a checkpoint's config.json: the
@@ -194,10 +197,27 @@ def library_file(path: str) -> bool:
     return bool(_SITE.search(path)) or path.startswith("<")
 
 
+# "cannot import name 'x' from 'pkg' (/path/pkg/__init__.py)": Python says which file it imported
+_FROM_FILE = re.compile(r"cannot import name ['\"](\w+)['\"] from ['\"]([\w.]+)['\"] \(([^()\n]+\.py)\)")
+
+
 def own_module(text: str, frames: list[dict]):
     """A module that is no package, imported by the script's own code: the project's own file is missing
     from this process's copy of the code or path (an unsynced node, another working directory).
     (category, fixes, summary), or None when the module is installed software or a library imports it."""
+    shadow = _FROM_FILE.search(text or "")
+    if shadow and not library_file(shadow.group(3)):
+        name, module, path = shadow.groups()
+        stray = "." not in module and path.replace("\\", "/").endswith(f"/{module}.py")
+        if installed_software(module) and not stray:
+            return None  # a package's own checkout (an editable install): the versions disagree
+        if stray and installed_software(module):
+            return ("code_bug", ("fix_path", "fix_code"),
+                    f"a file of the project, {path}, has the name of the package {module!r} and hides it: rename "
+                    "or remove that file (often a stray copy in the job folder of one node)")
+        return ("code_bug", ("fix_code", "fix_path"),
+                f"the project's own module {module!r} ({path}) has no {name!r}: the code on this node is another "
+                "version of it")
     module = missing_module(text)
     while frames and "importlib" in str(frames[-1].get("file", "")):  # import_module(name): the caller imports
         frames = frames[:-1]
@@ -250,6 +270,10 @@ def explain(
     user_frames = [frame for frame in frames if not _SITE.search(frame.get("file", ""))]
     raised_in_user_code = bool(frames) and frames[-1] in user_frames
     in_metrics = any(_METRIC_FRAMES.search(str(frame.get("function", ""))) for frame in user_frames[-2:])
+    # a DataLoader worker's start-up hook (seeding) is the script's own code, not the data it reads
+    in_worker_setup = bool(user_frames) and bool(_WORKER_SETUP.search(str(user_frames[-1].get("function", ""))))
+    if in_worker_setup and (exception in _CODE_BUGS or exception in ("ValueError", "OverflowError")):
+        return "code_bug", ["fix_code"], 0.4, f"a {exception} in the DataLoader worker's start-up hook"
     in_data = not in_metrics and any(
         _DATA_FRAMES.search(frame.get("function", "") + " " + frame.get("file", "")) for frame in frames[-4:]
     )

@@ -91,6 +91,18 @@ RULES = [
         "was trained, so resize the model's token embeddings to the tokenizer before loading it",
     ),
     rule(
+        "model_load.adapter_missing",
+        "model_load",
+        ROOT,
+        ["adapter_config.json"],
+        r"[Cc]an(?:'|no)t find '?adapter_config\.json'?|adapter_config\.json.{0,40}(?:not found|does not exist|"
+        r"No such file)",
+        ["fix_path"],
+        0.85,
+        "the adapter path holds no adapter_config.json: it points at the run's root folder or at a checkpoint "
+        "that was saved without the adapter",
+    ),
+    rule(
         "model_load.state_dict",
         "model_load",
         ROOT,

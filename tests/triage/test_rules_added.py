@@ -7,6 +7,8 @@ import pytest
 from triage import diagnose
 
 CASES = [
+    ("jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...",
+     "data.template_roles", "data_pipeline"),
     ("[rank5]: RuntimeError: CUDA error: invalid device ordinal", "config.invalid_device_ordinal", "config_invalid"),
     ("ValueError: Can't find 'adapter_config.json' at '/ckpt/run-7'", "model_load.adapter_missing", "model_load"),
     ("ValueError: Image features and image tokens do not match: tokens: 100, features 400",

@@ -78,11 +78,23 @@ RULES = [
         "data.role_tags",
         "data_schema",
         ROOT,
-        ["role tag", "roles must alternate", "alternate user/assistant", "Conversation roles must alternate"],
-        r"Invalid role tag|[Rr]oles must alternate|alternate user/assistant",
+        ["role tag"],
+        r"Invalid role tag",
         ["convert_data_format", "fix_data_file"],
         0.85,
         "the conversation turns in the data do not follow the roles the loader expects",
+    ),
+    rule(
+        "data.template_roles",
+        "data_pipeline",
+        ROOT,
+        ["roles must alternate", "alternate user/assistant"],
+        # a chat template's own check (raise_exception in the Jinja template): a preprocessing failure
+        r"[Rr]oles must alternate|alternate user/assistant",
+        ["fix_data_file", "convert_data_format"],
+        0.85,
+        "the model's chat template refuses a conversation whose turns do not alternate user/assistant (two "
+        "turns of one role in a row, or a system turn the template does not allow)",
     ),
     rule(
         "data.format_mismatch",

@@ -36,6 +36,8 @@ OWN_SETS = {
     "blind6": ROOT / "tests" / "triage" / "fixtures" / "blind6",
     "cpu_blind": ROOT / "tests" / "fixtures" / "cpu_blind",
     "cpu_blind2": ROOT / "tests" / "fixtures" / "cpu_blind2",
+    "cpu_blind3": ROOT / "tests" / "fixtures" / "cpu_blind3",
+    "blind8": ROOT / "tests" / "triage" / "fixtures" / "blind8",
 }
 
 

@@ -35,6 +35,10 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind",
     # a second set of 25 real CPU runs made blind, scored once, then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind2",
+    # a third set of 20 real CPU runs made blind (team-code faults, per-node copies), scored once, then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind3",
+    # an eighth blind set (33 public-thread forms), scored once on the engine of the day, then tuned on
+    FIXTURES / "blind8",
 ]
 
 

@@ -237,7 +237,9 @@ class Collector:
             follow = max(follow, 3)
         if assembler.open or "Traceback" in body or 'File "' in body or "RemoteTraceback" in body:
             follow = max(follow, 40)
-        inside_body = was_open and assembler.open
+        # a frame and the source line under it are code; a line further from the last frame inside an open
+        # traceback is another stream's output interleaved (another rank's error line): the rules read it
+        inside_body = was_open and assembler.open and _near_frame(assembler, body)
         self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core)
         if PHASE_LOADING.search(body) and track is not None and track.phase is None:
             track.phase = "loading"
@@ -379,6 +381,17 @@ def _reraises(outer: Traceback, inner: Traceback) -> bool:
         and bool(exceptions.REraised.match(outer.message))
         and 0 < inner.start_line - (outer.exc_line or outer.start_line) <= 50  # other ranks may interleave
     )
+
+
+_CARETS = re.compile(r"[\s^~]*")
+
+
+def _near_frame(assembler, body: str) -> bool:
+    """The line is a frame, the source line under it, the carets under that, or more indented source (a
+    statement over several lines); an unindented line is another stream's output."""
+    current = getattr(assembler, "current", None)
+    return (current is None or not current.frames or current.since_frame <= 1 or body.startswith("    ")
+            or bool(_CARETS.fullmatch(body)))
 
 
 def _previous_of(tracebacks: list[Traceback], current: Traceback) -> Traceback | None:

@@ -342,3 +342,18 @@ def test_a_host_name_before_a_rank_tag_does_not_hide_the_traceback(tmp_path):
     log.write_text("".join(f"2025-03-02T10:00:01Z node-b7 [r6] {line}\n" for line in lines))
     result = diagnose([log])
     assert (result.category, result.root_cause.exception) == ("numerical", "FloatingPointError")
+
+
+def test_an_error_line_interleaved_into_another_streams_traceback_is_still_read(tmp_path):
+    from triage import diagnose
+    text = ("Traceback (most recent call last):\n"
+            '  File "/job/train.py", line 4, in <module>\n'
+            "    import fastkit.ops\n"
+            '  File "/env/lib/python3.10/site-packages/fastkit/ops.py", line 2, in <module>\n'
+            "    from fastkit import _kernels\n"
+            "worker-2 ImportError: /env/lib/python3.10/site-packages/fastkit/_kernels.so: undefined symbol: _ZN3c104cuda9SetDevice\n"
+            '  File "/env/lib/python3.10/site-packages/fastkit/__init__.py", line 9, in <module>\n'
+            "    from .core import run\n")
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    assert diagnose([log]).category == "version_mismatch"

@@ -60,6 +60,21 @@ RULES = [
         "the multi-node launcher could not reach another node over ssh",
     ),
     rule(
+        "rendezvous.name_resolution",
+        "rendezvous",
+        ROOT,
+        ["Name or service not known", "Name does not resolve", "name resolution", "nodename nor servname",
+         "No address associated with hostname"],
+        # a node that cannot resolve the master's host name (not the Hub's: a download is model_load's)
+        r"^(?!.*(?:https?://|huggingface|hf\.co|pypi|github|\.com\b|\.org\b|\.io\b)).*(?:Name or service not known|"
+        r"Name does not resolve|Temporary failure in name resolution|nodename nor servname provided|"
+        r"No address associated with hostname)",
+        ["fix_rendezvous"],
+        0.6,
+        "a node cannot resolve the master's host name (MASTER_ADDR / the rendezvous endpoint): DNS inside the "
+        "cluster, or a host name that only the master's node knows",
+    ),
+    rule(
         "rendezvous.env",
         "rendezvous",
         ROOT,

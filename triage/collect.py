@@ -332,7 +332,8 @@ class Collector:
                     facts,
                 )
             )
-        is_warning = bool(_WARNING.search(body)) and "NCCL WARN" not in body
+        is_warning = bool(_WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body))) \
+            and "NCCL WARN" not in body
         for hit in line_hits:
             hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)
         if cascade:

@@ -17,31 +17,39 @@ import re
 _ISO = r"\[?\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?"
 _CLOCK = r"\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?"
 _LEVEL = r"(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|NOTICE|SEVERE|error|warning|info|debug)"
+# a quoted paste (markdown "> ", e-mail ">> ")
+_QUOTE = re.compile(r"(?:>[ \t]?)+(?=[ \t]*\S)")
+# timestamps: ISO (possibly twice, tab-separated), syslog-style, a bare clock glued to the text
+_TIMESTAMP = re.compile(rf"{_ISO}\s*(?:[|:,\-]\s+|[|:,]|(?=\S))?\s*")
+# container runtime (CRI) log lines: "<timestamp> stdout F "
+_CRI = re.compile(r"(?:stdout|stderr) [FP] ")
+_SYSLOG = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\s+(?:\S+\s+)?")
+_CLOCK_STEP = re.compile(rf"{_CLOCK}\s*(?:[|\-]\s+)?")
+# levels: "[ERROR] ", "ERROR: ", "| ERROR    | ", "- INFO - ", "ERROR:root:", "INFO ", "<ERROR>",
+# then perhaps the logger's name: "- INFO - datasets.builder - "
+_LEVEL_STEP = re.compile(
+    rf"[|\-]?\s*[\[<]?{_LEVEL}[\]>]?\s*(?:\|\s*|-\s+|:(?:[\w.]+:)?\s*|\s+)(?:[\w.]{{2,60}} - (?=\S))?"
+)
+# `kubectl logs --prefix`: "[pod/name/container] "
+_POD_TAG = re.compile(r"\[pod/[\w.\-]{1,120}/[\w.\-]{1,60}\]\s")
 _STEPS = [
-    # a quoted paste (markdown "> ", e-mail ">> ")
-    re.compile(r"(?:>[ \t]?)+(?=[ \t]*\S)"),
-    # timestamps: ISO (possibly twice, tab-separated), syslog-style, a bare clock glued to the text
-    re.compile(rf"{_ISO}\s*(?:[|:,\-]\s+|[|:,]|(?=\S))?\s*"),
-    # container runtime (CRI) log lines: "<timestamp> stdout F "
-    re.compile(r"(?:stdout|stderr) [FP] "),
-    re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\s+(?:\S+\s+)?"),
-    re.compile(rf"{_CLOCK}\s*(?:[|\-]\s+)?"),
+    _QUOTE,
+    _TIMESTAMP,
+    _CRI,
+    _SYSLOG,
+    _CLOCK_STEP,
     # glog: "E1130 10:24:02.118000 140211 file.py:897] "
     re.compile(r"[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s*"),
     # HF logging "[WARNING|file.py:4101] 2024-... >> "
     re.compile(r"\[[A-Z]+\|[\w.]+:\d+\]\s*"),
-    # levels: "[ERROR] ", "ERROR: ", "| ERROR    | ", "- INFO - ", "ERROR:root:", "INFO ", "<ERROR>",
-    # then perhaps the logger's name: "- INFO - datasets.builder - "
-    re.compile(
-        rf"[|\-]?\s*[\[<]?{_LEVEL}[\]>]?\s*(?:\|\s*|-\s+|:(?:[\w.]+:)?\s*|\s+)(?:[\w.]{{2,60}} - (?=\S))?"
-    ),
+    _LEVEL_STEP,
     # loguru "__main__:main:12 - "
     re.compile(r">>\s+"),
     re.compile(r"[\w.<>]+:[\w<>]+:\d+\s+-\s+"),
     # pipe-separated columns of job runners: "| train-7b | "
     re.compile(r"\|?\s*[\w.\-:]{1,40}\s+\|\s*"),
     # runner tags in brackets: "[Driver] ", "[step (1234)] ", "[9f1c2e...] " (no nested brackets)
-    re.compile(r"(?!\[(?:rank|default)\d+\])\[[^\[\]\n]{1,60}\]\s*(?=\S)"),  # a rank's own prefix stays
+    re.compile(r"(?!\[(?:rank|default)\d+\])(?!\[[\d,]{1,12}\]<)\[[^\[\]\n]{1,60}\]\s*(?=\S)"),  # rank prefixes stay
     # a job runner's task or replica name: "llama_sft/0 ", "trainer-job/12 " (NeMo-Run, batch runners)
     re.compile(r"[A-Za-z][\w.\-]{0,60}/\d{1,4}\s+(?=\S)"),
     # a host name before a rank tag: "gpu-n3 [r6] ", "node07 [rank 3] " (per-node log collectors)
@@ -50,6 +58,28 @@ _STEPS = [
     # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "
     re.compile(r"\((?:[\w.:\-]+\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]
+# what a log collector puts before every line, whatever the program printed: a quote, timestamps, the
+# container runtime's stream marker, `kubectl logs --prefix`'s "[pod/name/container] ", a logging level
+_COLLECTOR = [_QUOTE, _TIMESTAMP, _CRI, _SYSLOG, _CLOCK_STEP, _LEVEL_STEP, _POD_TAG]
+
+
+def without_collector_lead(text: str) -> str:
+    """The line as the program printed it: a collector's timestamps, quote marks, pod tag or level peeled
+    (launcher blocks are read from here: "2024-05-06T07:08:09Z   exitcode  : -9 (pid: 41)")."""
+    if not text or not (text[0].isdigit() or text[0] in "[>sJFMAOND"):
+        return text
+    out = text
+    for _ in range(4):
+        for step in _COLLECTOR:
+            match = step.match(out)
+            if match and 0 < match.end() < len(out):
+                out = out[match.end() :]
+                break
+        else:
+            break
+    return out
+
+
 # tqdm's right-hand block: "[00:01<?, ?it/s]" or "[29:59, 1466.92 examples/s]"
 _BAR_END = re.compile(r"\[(?:\d+:)?\d+:\d+(?:<[^\[\]]{0,40})?(?:,[^\[\]]{0,60})?\]")
 _BAR_HINT = re.compile(r"%\||\d+/\d+ \[|/s\]|it\]")

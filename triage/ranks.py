@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from triage import decorations
+
 _TORCH = re.compile(r"\[(?:rank|default|[A-Za-z_]{1,20}?)(\d{1,6})\]:\s?")
 _MPI = re.compile(r"\[(?:\d{1,4},)?(\d{1,6})\]<(?:stdout|stderr)>:\s?")  # mpirun [1,N], horovodrun --gloo [N]
 _MIDLINE = re.compile(r"\[rank(\d{1,6})\]:\s?")
@@ -29,7 +31,9 @@ MENTION = re.compile(
 
 # The one rank-prefix grammar, for code that reads stored lines (pages, the log viewer): a line's
 # rank prefix anywhere near its start, in the same forms split_prefix() peels.
-LINE_RANK = re.compile(r"\[(?:rank|default)(\d{1,6})\]:?|\[\d{1,4},(\d{1,6})\]<(?:stdout|stderr)>:|^\s{0,4}(\d{1,6}): ")
+LINE_RANK = re.compile(
+    r"\[(?:rank|default)(\d{1,6})\]:?|\[(?:\d{1,4},)?(\d{1,6})\]<(?:stdout|stderr)>:|^\s{0,4}(\d{1,6}): "
+)
 
 
 def rank_in_line(text: str) -> int | None:
@@ -48,7 +52,7 @@ def rank_line_pattern(rank: int) -> re.Pattern:
     """Lines of one rank in a combined log: any prefix form above, or a rank named in the text."""
     n = int(rank)
     return re.compile(
-        rf"\[(?:default|rank){n}\]|\[\d{{1,4}},{n}\]<|^\s{{0,4}}{n}: |\brank ?{n}\b", re.IGNORECASE
+        rf"\[(?:default|rank){n}\]|\[(?:\d{{1,4}},)?{n}\]<|^\s{{0,4}}{n}: |\brank ?{n}\b", re.IGNORECASE
     )
 
 
@@ -60,8 +64,27 @@ class Prefixed:
     style: str | None
 
 
+_LEAD_CHARS = frozenset("0123456789[>(<|")
+
+
 def split_prefix(line: str) -> Prefixed:
-    """Peel rank/host prefixes off a cleaned line (several may stack: "3: [rank3]: ...")."""
+    """Peel rank/host prefixes off a cleaned line (several may stack: "3: [rank3]: ..."). A collector's
+    decorations before them (a timestamp, a quote, a pod tag: "2024-05-06T07:08:09Z 6: [rank6]: ...") are
+    looked through, and kept in the text for the timestamp reader and the exception layer."""
+    found = _split(line)
+    if found.rank is not None or not line or line[0] not in _LEAD_CHARS:
+        return found
+    core = decorations.core(line)
+    if core is line or not line.endswith(core):
+        return found
+    inner = _split(core)
+    if inner.rank is None and inner.host is None:
+        return found
+    lead = line[: len(line) - len(core)]
+    return Prefixed(rank=inner.rank, host=inner.host or found.host, text=lead + inner.text, style=inner.style)
+
+
+def _split(line: str) -> Prefixed:
     host = None
     style = None
     rank = None
@@ -73,10 +96,9 @@ def split_prefix(line: str) -> Prefixed:
     match = _HOST.match(text)
     if match and not text.startswith(("http", "https")):
         host, text, style = match.group(1), text[match.end() :], "host"
-    else:
-        match = _SRUN.match(text)
-        if match:
-            rank, text, style = int(match.group(1)), text[match.end() :], "srun"
+    match = _SRUN.match(text)  # (pdsh's "host: " may stand before srun's "N: ")
+    if match:
+        rank, text, style = int(match.group(1)), text[match.end() :], "srun"
     for _ in range(3):  # "[default1]:[rank1]: ..." carries two prefixes
         match = _TORCH.match(text)
         if match:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from triage import decorations
 from triage.launchers import accelerate, composer, deepspeed, mpirun, slurm, spawn, torchrun
 
 PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm, composer)
@@ -118,6 +119,7 @@ def feed(
     """Returns how many following lines the caller should pass through unconditionally."""
     if not _QUICK.search(text) and not (facts.state.get("torchrun") or {}).get("block"):
         return 0
+    text = decorations.without_collector_lead(text)
     facts.state["current_host"] = host
     follow = 0
     for parser in PARSERS:

@@ -1,0 +1,75 @@
+"""What a log collector puts before every line (timestamps, a quote, a pod tag, a logging level) changes
+nothing: the rank prefixes, tracebacks, launcher blocks and warnings behind it read the same."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from triage import diagnose
+
+SRUN_RANKS = """\
+3: [rank3]: Traceback (most recent call last):
+3: [rank3]:   File "/work/pt/stream.py", line 77, in __iter__
+3: [rank3]:     yield row["turns"]
+3: [rank3]: KeyError: 'turns'
+1: [rank1]: [E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.
+"""
+
+ROOT_CAUSE_BLOCK = """\
+[W1105 08:00:01.120000 77 site-packages/torch/distributed/distributed_c10d.py:4561] or call init_process_group() with a device_id.
+step 12/400 loss 2.114
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+fit.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-05_08:01:12
+  host      : gpu-node-4
+  rank      : 2 (local_rank: 2)
+  exitcode  : -9 (pid: 4410)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4410
+============================================================
+"""
+
+HOROVOD = """\
+[2]<stderr>:Traceback (most recent call last):
+[2]<stderr>:  File "/job/train.py", line 3, in <module>
+[2]<stderr>:    import horovod.torch as hvd
+[2]<stderr>:ImportError: /env/lib/python3.10/site-packages/horovod/torch/mpi_lib_v2.so: undefined symbol: _ZN3c10
+"""
+
+PDSH = """\
+node-b3: [rank7]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5
+node-b3: [rank7]: ncclInternalError: Internal check failed.
+"""
+
+TRANSFORMS = {
+    "plain": lambda line: line,
+    "kubectl-timestamps": lambda line: "2026-11-05T08:01:12.123456789Z " + line,
+    "quoted": lambda line: "> " + line,
+    "pod-tag": lambda line: "[pod/trainer-0/main] " + line,
+    "logging-level": lambda line: "2026-11-05 08:01:12,123 - ERROR - " + line,
+    "json-records": lambda line: json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-11-05T08:01:12Z"}),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+@pytest.mark.parametrize("text, want", [
+    (SRUN_RANKS, ("data_schema", "KeyError", 3)),
+    (ROOT_CAUSE_BLOCK, ("host_oom", None, 2)),
+    (HOROVOD, ("version_mismatch", "ImportError", 2)),
+    (PDSH, ("nccl_error", "DistBackendError", 7)),
+], ids=["srun-ranks", "root-cause-block", "horovod", "pdsh-host"])
+def test_a_collectors_lead_changes_nothing(tmp_path, name, text, want):
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join(TRANSFORMS[name](line) for line in text.splitlines()) + "\n")
+    result = diagnose([log])
+    got = (result.category, result.root_cause.exception if result.root_cause else None, result.failing_rank)
+    assert got == want

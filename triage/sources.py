@@ -30,7 +30,7 @@ from triage.limits import Limits
 
 _LOGDIR_RANK = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
 _LOGDIR_ERROR = re.compile(r"(?:^|/)attempt_\d+/(\d+)/error\.json$")
-_NAME_RANK = re.compile(r"(?:rank|proc|worker|gpu)[_\-.]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
+_NAME_RANK = re.compile(r"(?:rank|process|proc|worker|gpu)[_\-.]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
 _NODE = re.compile(r"(?:node|host)[_\-.]?(\d{1,4})(?:\D|$)", re.IGNORECASE)
 _SKIP = {".DS_Store"}
 

@@ -77,7 +77,16 @@ def test_ragged_rows_stacked_by_the_script_are_the_datas(tmp_path, frames, categ
     ([("/work/ft/run.py", "main"), (f"{SITE}/transformers/tokenization_utils_base.py", "from_pretrained"),
       ("/usr/lib/python3.11/json/decoder.py", "raw_decode")],
      "json.decoder.JSONDecodeError: Unterminated string starting at: line 9 column 3 (char 201)", "model_load"),
-], ids=["unknown-config-keys", "scheduler-setting", "worker-seed", "tokenizer-json"])
+    # torch.distributed's sharding and checkpoint APIs are configuration and loading, not communication
+    ([("/work/ft/run.py", "load"), (f"{SITE}/torch/distributed/fsdp/_state_dict_utils.py", "_pre_load_state_dict")],
+     "AssertionError: Expected ShardedTensor, got <class 'torch.Tensor'>", "config_invalid"),
+    ([("/work/ft/run.py", "resume"), (f"{SITE}/torch/distributed/checkpoint/utils.py", "reduce_scatter")],
+     "torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([0, 1])",
+     "model_load"),
+    ([("/work/ft/run.py", "build"), (f"{SITE}/torch/nn/modules/batchnorm.py", "forward")],
+     "ValueError: SyncBatchNorm layers only work with GPU modules", "config_invalid"),
+], ids=["unknown-config-keys", "scheduler-setting", "worker-seed", "tokenizer-json", "fsdp-state-dict-type",
+        "dcp-load", "gpu-only-layer"])
 def test_library_refusals_and_hooks(tmp_path, frames, last, category):
     log = tmp_path / "log.txt"
     log.write_text(_trace(frames, last))

@@ -357,3 +357,9 @@ def test_an_error_line_interleaved_into_another_streams_traceback_is_still_read(
     log = tmp_path / "log.txt"
     log.write_text(text)
     assert diagnose([log]).category == "version_mismatch"
+
+
+def test_a_per_process_file_name_names_the_rank():
+    from triage.sources import make_source
+    assert make_source("user_logs/std_log_process_3.txt", None).rank_hint == 3
+    assert make_source("logs/rank-12.log", None).rank_hint == 12

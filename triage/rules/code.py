@@ -6,6 +6,19 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "code.rename_race",
+        "code_bug",
+        ROOT,
+        ["No such file or directory: '"],
+        # os.replace/rename whose source vanished: another process (another rank) already moved it; every
+        # rank writes the same temporary file
+        r"No such file or directory: '[^']{1,300}' -> '[^']{1,300}'",
+        ["fix_code", "fix_path"],
+        0.8,
+        "a rename found its source gone: another rank already moved the same temporary file, because every "
+        "rank saves to one path; save on one rank (rank 0) or give each rank its own file",
+    ),
+    rule(
         "code.unpicklable",
         "code_bug",
         ROOT,

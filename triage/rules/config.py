@@ -6,6 +6,43 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.no_nccl_build",
+        "config_invalid",
+        ROOT,
+        ["doesn't have NCCL built in"],
+        # a CPU-only or Windows build of torch asked for the nccl backend: the launch or the script chose it
+        r"Distributed package doesn't have NCCL built in",
+        ["fix_config"],
+        0.85,
+        "the job asks for the nccl backend on a torch build without NCCL (a CPU-only install, or Windows): "
+        "use the gloo backend there, or run on a Linux CUDA build",
+    ),
+    rule(
+        "config.ranks_built_different_models",
+        "config_invalid",
+        ROOT,
+        ["appears not to match sizes of the same param", "appears not to match strides", "not to match"],
+        # DDP's check at wrap time: the ranks' models differ in shape (a config or label/vocab file that
+        # differs between nodes)
+        r"appears not to match (?:sizes|strides) of the same param in process",
+        ["fix_config", "fix_path"],
+        0.85,
+        "the ranks built models of different shapes: a config, vocabulary or label file differs between the "
+        "nodes (another copy of the job folder), or the model depends on rank-local data",
+    ),
+    rule(
+        "config.optimizer_groups",
+        "config_invalid",
+        ROOT,
+        ["doesn't match the size of optimizer's group", "parameter group that doesn't match"],
+        r"loaded state dict (?:contains a parameter group that doesn't match the size of optimizer's group|"
+        r"has a different number of parameter groups)",
+        ["fix_config", "fix_path"],
+        0.8,
+        "the optimizer state being resumed was saved for other parameter groups: another world size or "
+        "sharding (ZeRO/FSDP), other trainable parameters (LoRA settings, frozen layers), or another model",
+    ),
+    rule(
         "config.invalid_device_ordinal",
         "config_invalid",
         ROOT,

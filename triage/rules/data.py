@@ -230,6 +230,19 @@ RULES = [
         "cutoff_len) cut the placeholders of a long sample, or a sample's placeholders do not match its images",
     ),
     rule(
+        "data.none_in_batch",
+        "data_pipeline",
+        ROOT,
+        ["Could not infer dtype of NoneType"],
+        # torch.tensor() over a batch holding None: most often a tokenizer without a pad token id, padding
+        # in the script's own collate function
+        r"Could not infer dtype of NoneType",
+        ["fix_code", "fix_config"],
+        0.75,
+        "a batch holds None where a number belongs: most often the tokenizer has no pad token id and the "
+        "collate pads with it (set tokenizer.pad_token), or a row lacks a field",
+    ),
+    rule(
         "data.padding",
         "data_pipeline",
         ROOT,

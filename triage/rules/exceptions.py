@@ -156,6 +156,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
          r"should be (?:a )?(?:positive|non-negative|greater|less|one of|between|at least|at most)|"
+         r"only (?:works?|supported|available|runs?) (?:with|on|for) (?:gpus?|cuda)|"
          r"\b(?:unknown|unsupported|invalid|unrecognized) [\w ]{0,20}(?:type|mode|value|option|strategy|choice|"
          r"method|scheduler|optimizer|loss)\b|"
          r"make sure (?:you|to|that)|\btry (?:increasing|decreasing|reducing|lowering|raising|setting)\b|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
@@ -188,6 +189,10 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     (re.compile(r"transformers[/\\.]models[/\\.]\w+[/\\.]configuration_\w+"), "version_mismatch", ["pin_versions"]),
     (re.compile(r"modeling_utils|from_pretrained|safetensors|configuration_utils|hub\.py|file_download"),
      "model_load", ["fix_path", "fix_config"]),
+    # torch.distributed's checkpointing and sharding APIs are loading and configuration, not communication
+    (re.compile(r"torch[/.]distributed[/.]checkpoint"), "model_load", ["fix_path", "fix_config"]),
+    (re.compile(r"torch[/.]distributed[/.](?:fsdp|_shard|_tensor|tensor[/.]parallel|_composable)"),
+     "config_invalid", ["fix_config"]),
     (re.compile(r"torch[/.]distributed[/.](?!elastic)|ProcessGroup"), "nccl_error", ["set_nccl_env"]),
 ]
 

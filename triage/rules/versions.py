@@ -111,11 +111,9 @@ RULES = [
             "not compiled with CUDA",
             "Found no NVIDIA driver",
             "driver on your system is too old",
-            "doesn't have NCCL built in",
         ],
         r"Error building extension|CUDA_HOME (?:does not exist|environment variable is not set)|MissingCUDAException|"
-        r"[Nn]ot compiled with CUDA enabled|Found no NVIDIA driver|NVIDIA driver on your system is too old|"
-        r"Distributed package doesn't have NCCL built in",
+        r"[Nn]ot compiled with CUDA enabled|Found no NVIDIA driver|NVIDIA driver on your system is too old",
         ["pin_versions"],
         0.8,
         "a compiled extension or the CUDA toolkit does not fit the installed PyTorch",

@@ -127,6 +127,9 @@ def _timeout_culprit(
                 "every rank reported the timeout, and this one was waiting at another line of the script than "
                 "all the others: it took another path (more batches, a skipped or extra collective)"
             )
+        if _diverged(pool, reporters):
+            # the ranks wait in different collectives: they took different paths (no majority names one)
+            winner.facts["diverged"] = True
         stalled = _oldest_progress(collected, reporters)
         if stalled is not None:
             return stalled, "every rank reported the timeout; its last progress is the oldest"
@@ -152,9 +155,8 @@ def _odd_collective(pool: list[Candidate], reporters: list[int]) -> int | None:
     return lone[0][0] if len(lone) == 1 else None
 
 
-def _odd_place(pool: list[Candidate], reporters: list[int]) -> int | None:
-    """The one rank whose timed-out call sits at another line of the script's own code than every other
-    rank's (the others wait in the final barrier, it is still in a training step's all_reduce)."""
+def _places(pool: list[Candidate]) -> dict[int, set[tuple[str, int]]]:
+    """Where in the script's own code each rank's timed-out call was made (file name and line)."""
     place_of: dict[int, set[tuple[str, int]]] = {}
     for item in pool:
         if item.category != "nccl_timeout" or item.rank is None or item.traceback is None:
@@ -163,6 +165,19 @@ def _odd_place(pool: list[Candidate], reporters: list[int]) -> int | None:
         if own:
             name = str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1]  # nodes may run other copies
             place_of.setdefault(item.rank, set()).add((name, int(own[-1].get("line") or 0)))
+    return place_of
+
+
+def _diverged(pool: list[Candidate], reporters: list[int]) -> bool:
+    """Every reporting rank's timed-out call is known, and they are not all at the same line."""
+    place_of = _places(pool)
+    return len(place_of) >= 2 and len(place_of) == len(reporters) and len(set().union(*place_of.values())) > 1
+
+
+def _odd_place(pool: list[Candidate], reporters: list[int]) -> int | None:
+    """The one rank whose timed-out call sits at another line of the script's own code than every other
+    rank's (the others wait in the final barrier, it is still in a training step's all_reduce)."""
+    place_of = _places(pool)
     if len(place_of) < 3 or len(place_of) != len(reporters) or any(len(places) != 1 for places in place_of.values()):
         return None
     ranks_at: dict[tuple[str, int], list[int]] = {}

@@ -286,7 +286,8 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
             kinds.remove("reduce_seq_len")
             kinds.insert(0, "reduce_seq_len")
         kinds.append("reduce_batch_size")  # ruled out by the log: last
-    if winner.category == "nccl_timeout" and winner.facts.get("out_of_step") is not None:
+    if winner.category == "nccl_timeout" and (winner.facts.get("out_of_step") is not None
+                                              or winner.facts.get("diverged")):
         # one rank waits elsewhere than all the others: the ranks took different paths (uneven data, a
         # rank-conditional collective), which no longer timeout fixes
         for kind in ("fix_data_file", "fix_code"):

@@ -81,3 +81,12 @@ def test_ranks_waiting_at_the_same_line_name_no_culprit(tmp_path):
     result = _diagnose(tmp_path, text)
     assert result.category == "nccl_timeout" and result.failing_rank is None
     assert result.fixes[0]["kind"] == "increase_timeout"
+
+
+def test_two_ranks_waiting_at_different_lines_diverged_without_a_culprit(tmp_path):
+    text = _timed_out(0, 204, "save_full") + _timed_out(1, 209, "finish")
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    result = diagnose([log], command="torchrun --nproc_per_node 2 fit.py")
+    assert result.category == "nccl_timeout" and result.failing_rank is None
+    assert result.fixes[0]["kind"] == "fix_code"

@@ -196,6 +196,18 @@ def _device_error_of(collected: Collected, rank: int) -> Traceback | None:
             and ("CUDA" in tb.message or "NCCL" in tb.message or "cuda" in tb.message)
         ):
             return tb
+    # no rank prefix on the traceback (the script logged the rank on the line before): the only one of no rank
+    rankless = [tb for tb in collected.tracebacks if tb.rank is None and tb.exception and tb.exception not in _WRAPPERS
+                and ("CUDA" in tb.message or "cuda" in tb.message)]
+    if len({tb.message for tb in rankless}) == 1:
+        return rankless[0]
+    # a CUDA error printed as a bare line (a script's own "caught exception" logging): that rank's, or the
+    # only one of no rank
+    bare = [item for item in collected.bare_exceptions
+            if item["rank"] in (rank, None) and item["exception"] not in _WRAPPERS
+            and ("CUDA" in item["message"] or "cuda" in item["message"])]
+    if bare and (any(item["rank"] == rank for item in bare) or len({item["message"] for item in bare}) == 1):
+        return bare_traceback(next((item for item in bare if item["rank"] == rank), bare[0]))
     return None
 
 

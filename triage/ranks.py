@@ -18,7 +18,9 @@ _MIDLINE = re.compile(r"\[rank(\d{1,6})\]:\s?")
 _SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
 # a rank naming itself at the start of its line: Lightning's "[rank: 1] ", a script's "Rank 3: ",
 # "[Rank 3] ", "RANK=3 | ", "rank3: " (never a hostname: the word is "rank")
-_SELF = re.compile(r"(?:\[\s?rank[:=\s]\s?(\d{1,6})\s?\]:?|rank[\s_=]?(\d{1,6})\s?(?::|\|))\s?", re.I)
+_SELF = re.compile(
+    r"(?:\[\s?rank[:=\s]\s?(\d{1,6})(?:\s?/\s?\d{1,6})?\s?\]:?|rank[\s_=]?(\d{1,6})\s?(?::|\|))\s?", re.I
+)  # "[rank: 1]", "[Rank 3]", "[rank 13/16]", "Rank 3:", "rank3 |"
 _HOST = re.compile(
     r"((?:localhost|[a-z0-9][a-z0-9\-]{0,40}\d[a-z0-9\-]{0,20}(?:\.[a-z0-9\-]{1,40}){0,6}|"
     r"\d{1,3}(?:\.\d{1,3}){3})): "
@@ -119,7 +121,7 @@ def _split(line: str) -> Prefixed:
     return Prefixed(rank=rank, host=host, text=text, style=style)
 
 
-_IN_DECORATIONS = re.compile(r"\[\s?rank[:=\s]?\s?(\d{1,6})\s?\]|\brank[=:\s_]?(\d{1,6})\b", re.I)
+_IN_DECORATIONS = re.compile(r"\[\s?rank[:=\s]?\s?(\d{1,6})(?:\s?/\s?\d{1,6})?\s?\]|\brank[=:\s_]?(\d{1,6})\b", re.I)
 
 
 def rank_in_decorations(head: str) -> int | None:

@@ -363,3 +363,19 @@ def test_a_per_process_file_name_names_the_rank():
     from triage.sources import make_source
     assert make_source("user_logs/std_log_process_3.txt", None).rank_hint == 3
     assert make_source("logs/rank-12.log", None).rank_hint == 12
+
+
+def test_a_logger_rank_of_world_and_pals_exit_lines_name_the_rank(tmp_path):
+    from triage.ranks import split_prefix
+    assert split_prefix("[rank 13/16] step 400 | loss 0.07").rank == 13
+    log = tmp_path / "job.e123"
+    log.write_text(
+        "[Tue Nov 25 02:34:50 2026] NVRM: Xid (PCI:0000:c7:00): 79, pid=0, GPU has fallen off the bus.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/proj/vit/train.py", line 88, in step\n'
+        "    loss.backward()\n"
+        "RuntimeError: CUDA error: unspecified launch failure\n"
+        "x1001c0s2b0n0: rank 9 exited with code 1\n"
+        "x1001c0s2b0n0: rank 8 died from signal 15\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank, result.root_cause.exception) == ("hardware", 9, "RuntimeError")

@@ -1,7 +1,7 @@
 """mpirun / Open MPI (Horovod jobs): which process ended first, and how.
 
-Two forms: one line ("rank 3 with PID 812 on node gpu-4 exited on signal 9"), and the block mpirun
-prints when the first process exits non-zero:
+Forms: one line ("rank 3 with PID 812 on node gpu-4 exited on signal 9"; Cray PALS's "rank 13 exited with
+code 1" / "rank 12 died from signal 15"), and the block mpirun prints when the first process exits non-zero:
 
     mpirun detected that one or more processes exited with non-zero status, ... The first process to do so was:
       Process name: [[40112,1],0]
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 
-LITERALS = ("exited on signal", "Process name: [[", "Exit code:")
+LITERALS = ("exited on signal", "Process name: [[", "Exit code:", "exited with code", "died from signal")
 
 _SIGNAL = re.compile(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
+# Cray PALS / HPE mpiexec: "host: rank 13 exited with code 1", "host: rank 12 died from signal 15"
+_PALS = re.compile(r"\brank (\d+) (?:exited with code (-?\d+)|died from signal (\d+))")
 _PROCESS = re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\]")
 _EXIT = re.compile(r"^\s*Exit code:\s*(-?\d+)")
 BLOCK_LINES = 3  # the exit code follows the process name within this many lines
@@ -28,6 +30,13 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         facts.saw("mpirun")
         facts.add_exit(RankExit(rank=int(match.group(1)), exit_code=-int(match.group(4)), pid=int(match.group(2)),
                                 host=match.group(3), source=source, line=lineno, text=text.strip()))
+        return 0
+    match = _PALS.search(text)
+    if match:
+        facts.saw("mpirun")
+        code = int(match.group(2)) if match.group(2) is not None else -int(match.group(3))
+        facts.add_exit(RankExit(rank=int(match.group(1)), exit_code=code, source=source, line=lineno,
+                                text=text.strip()))
         return 0
     match = _PROCESS.search(text)
     if match:

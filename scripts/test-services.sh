@@ -45,6 +45,8 @@ if [ -z "${TRIAGE_TEST_REDIS_URL:-}" ] && ! redis_ok "redis://127.0.0.1:$REDIS_P
 fi
 [ -x "$CHROMIUM" ] || packages+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || packages+=(docker-compose)
+# the chaos suite puts Debian's nginx (deploy/nginx.conf) in front of gunicorn
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || packages+=(nginx)
 
 if [ "${#packages[@]}" -gt 0 ]; then
     is_root || die "missing: ${packages[*]}; run as root (or install them: apt-get install -y ${packages[*]})"

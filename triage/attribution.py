@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.candidates import Candidate
 from triage.collected import Collected
 from triage.rules.exceptions import library_file
@@ -24,6 +26,9 @@ def first_failing_rank(
                 f"the rank the launcher saw exit first on its own; rank {winner.rank}'s log shows the same error"
             )
         return winner.rank, "the rank that raised the root error"
+    by_pid = _rank_by_pid(collected, winner)
+    if by_pid is not None:
+        return by_pid, "the worker pid the error names, in the launcher's table of pids and world ranks"
     if winner.category == "hardware":
         # a kernel line (Xid, ECC) names no rank; the one rank whose CUDA calls failed is where it surfaced
         # (its own prefix names the global rank, where a launcher's exit on another node names a local one)
@@ -46,6 +51,27 @@ def first_failing_rank(
     return (
         (own[0], "the rank that printed the root error") if own else (None, "the logs do not say which rank")
     )
+
+
+_PID = re.compile(r"\bpid[=: ]\s?(\d+)|\bProcess (\d+) has")
+
+
+def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
+    """A launcher that printed which pid is which world rank (Ray Train's worker table), and a root error
+    whose text or re-raising chain names one of those pids."""
+    table = collected.launcher.state.get("pid_rank") or {}
+    if not table:
+        return None
+    texts = [winner.text or ""]
+    link, hops = winner.traceback, 0
+    while link is not None and hops < 20:
+        texts += [link.exc_text or "", link.message or ""]
+        link, hops = link.previous, hops + 1
+    for tb in collected.tracebacks:  # the wrappers that re-raised it ("RayTaskError(OutOfMemoryError): ... (pid=P")
+        if winner.traceback is not None and tb.previous is winner.traceback:
+            texts.append(tb.exc_text or "")
+    ranks = {table[int(a or b)] for text in texts for a, b in _PID.findall(text) if int(a or b) in table}
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def _oom_killed_rank(collected: Collected) -> int | None:

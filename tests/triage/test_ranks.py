@@ -379,3 +379,19 @@ def test_a_logger_rank_of_world_and_pals_exit_lines_name_the_rank(tmp_path):
         "x1001c0s2b0n0: rank 8 died from signal 15\n")
     result = diagnose([log])
     assert (result.category, result.failing_rank, result.root_cause.exception) == ("hardware", 9, "RuntimeError")
+
+
+def test_ray_trains_worker_table_turns_the_pid_an_error_names_into_its_rank(tmp_path):
+    log = tmp_path / "driver.log"
+    log.write_text(
+        "(TorchTrainer pid=501) - (node_id=aa11, ip=10.0.0.5, pid=611) world_rank=0, local_rank=0, node_rank=0\n"
+        "(TorchTrainer pid=501) - (node_id=bb22, ip=10.0.0.9, pid=733) world_rank=1, local_rank=0, node_rank=1\n"
+        "(TorchTrainer pid=501) - (node_id=bb22, ip=10.0.0.9, pid=734) world_rank=2, local_rank=1, node_rank=1\n"
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::_RayTrainWorker__execute.get_next() (pid=734, ip=10.0.0.9)\n"
+        "Traceback (most recent call last):\n"
+        '  File "/job/fit.py", line 40, in loop\n'
+        "    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+        "23.6 GiB of which 1.1 GiB is free. Process 734 has 22.4 GiB memory in use.\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank) == ("gpu_oom", 2)

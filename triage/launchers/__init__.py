@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass, field
 
 from triage import decorations
-from triage.launchers import accelerate, composer, deepspeed, mpirun, slurm, spawn, torchrun
+from triage.launchers import accelerate, composer, deepspeed, mpirun, raytrain, slurm, spawn, torchrun
 
-PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm, composer)
+PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm, composer, raytrain)
 LITERALS: tuple[str, ...] = tuple(lit for parser in PARSERS for lit in parser.LITERALS)
 
 SIGNALS = {

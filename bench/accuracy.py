@@ -38,6 +38,7 @@ OWN_SETS = {
     "cpu_blind2": ROOT / "tests" / "fixtures" / "cpu_blind2",
     "cpu_blind3": ROOT / "tests" / "fixtures" / "cpu_blind3",
     "blind8": ROOT / "tests" / "triage" / "fixtures" / "blind8",
+    "blind9": ROOT / "tests" / "triage" / "fixtures" / "blind9",
 }
 
 

@@ -39,6 +39,8 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind3",
     # an eighth blind set (33 public-thread forms), scored once on the engine of the day, then tuned on
     FIXTURES / "blind8",
+    # a ninth blind set (34 public-thread forms from other projects), scored once, then tuned on
+    FIXTURES / "blind9",
 ]
 
 

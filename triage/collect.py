@@ -231,7 +231,7 @@ class Collector:
                 earlier.previous, earlier.chained_to_previous = finished, True
             if len(out.tracebacks) > MAX_TRACEBACKS:
                 del out.tracebacks[MAX_TRACEBACKS // 2 : MAX_TRACEBACKS // 2 + 1]
-            self.pending_message = [finished, source, rank, 3]
+            self.pending_message = [finished, source, rank, 3, _has_collector_lead(body)]
             follow = max(follow, 3)
         if self.pending_message is not None:
             follow = max(follow, 3)
@@ -265,14 +265,21 @@ class Collector:
             "t": t,
         }
         self.out.bare_exceptions.append(item)
-        self.pending_message = [item, source, rank, 3]
+        self.pending_message = [item, source, rank, 3, _has_collector_lead(body)]
 
     def _continue_message(self, source, rank, body) -> bool:
         """Wrapped exception messages ("... 64 != 4 *" / "8 * 1", "Last error:" / "Duplicate GPU ...")."""
         pending = self.pending_message
         if pending is None:
             return False
-        target, pending_source, pending_rank, left = pending
+        target, pending_source, pending_rank, left, led = pending
+        if led:
+            # every line carries the collector's lead (kubectl --timestamps): judge what the program printed
+            inner = decorations.without_collector_lead(body)
+            if inner is body:
+                self.pending_message = None
+                return False
+            body = inner
         stripped = body.strip()
         if (
             pending_source != source
@@ -385,6 +392,10 @@ def _reraises(outer: Traceback, inner: Traceback) -> bool:
 
 
 _CARETS = re.compile(r"[\s^~]*")
+
+
+def _has_collector_lead(body: str) -> bool:
+    return decorations.without_collector_lead(body) is not body
 
 
 def _near_frame(assembler, body: str) -> bool:

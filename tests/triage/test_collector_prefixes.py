@@ -50,6 +50,14 @@ node-b3: [rank7]: torch.distributed.DistBackendError: NCCL error in: ProcessGrou
 node-b3: [rank7]: ncclInternalError: Internal check failed.
 """
 
+WRAPPED_MESSAGE = """\
+Traceback (most recent call last):
+  File "/work/rl/resume.py", line 12, in restore
+    state = torch.load(path)
+_pickle.UnpicklingError: Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will likely succeed.
+\tWeightsUnpickler error: Unsupported global: GLOBAL argparse.Namespace was not an allowed global by default.
+"""
+
 TRANSFORMS = {
     "plain": lambda line: line,
     "kubectl-timestamps": lambda line: "2026-11-05T08:01:12.123456789Z " + line,
@@ -66,7 +74,8 @@ TRANSFORMS = {
     (ROOT_CAUSE_BLOCK, ("host_oom", None, 2)),
     (HOROVOD, ("version_mismatch", "ImportError", 2)),
     (PDSH, ("nccl_error", "DistBackendError", 7)),
-], ids=["srun-ranks", "root-cause-block", "horovod", "pdsh-host"])
+    (WRAPPED_MESSAGE, ("version_mismatch", "UnpicklingError", None)),
+], ids=["srun-ranks", "root-cause-block", "horovod", "pdsh-host", "wrapped-message"])
 def test_a_collectors_lead_changes_nothing(tmp_path, name, text, want):
     log = tmp_path / "log.txt"
     log.write_text("\n".join(TRANSFORMS[name](line) for line in text.splitlines()) + "\n")

@@ -101,8 +101,12 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     winner = same[0]
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         # the same signature raised as an exception on the same rank says more (class, message, frames)
+        # (a rankless C++ log line: the same file's exception of that signature, when one rank raised it there)
+        raised_here = {other.rank for other in same[1:] if other.source == winner.source
+                       and (other.traceback is not None or parse_bare_exception(other.text))}
         for other in same[1:]:
-            if other.rank == winner.rank and (
+            if (other.rank == winner.rank or (winner.rank is None and other.source == winner.source
+                                              and len(raised_here) == 1)) and (
                 other.traceback is not None or parse_bare_exception(other.text)
             ):
                 winner = other

@@ -395,3 +395,17 @@ def test_ray_trains_worker_table_turns_the_pid_an_error_names_into_its_rank(tmp_
         "23.6 GiB of which 1.1 GiB is free. Process 734 has 22.4 GiB memory in use.\n")
     result = diagnose([log])
     assert (result.category, result.failing_rank) == ("gpu_oom", 2)
+
+
+def test_a_rankless_c10d_line_takes_the_exception_its_own_file_raised(tmp_path):
+    log = tmp_path / "node1.log"
+    log.write_text(
+        "[E1201 14:47:34.806050917 socket.cpp:1028] [c10d] The client socket has timed out after 20000ms while "
+        "trying to connect to (10.0.0.l, 29500).\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/job/train.py", line 12, in <module>\n'
+        "[rank1]:     dist.init_process_group('gloo')\n"
+        "[rank1]: torch.distributed.DistNetworkError: The client socket has timed out after 20000ms while trying "
+        "to connect to (10.0.0.l, 29500).\n")
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception) == ("rendezvous", "DistNetworkError")

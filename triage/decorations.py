@@ -55,6 +55,10 @@ _STEPS = [
     # a host name before a rank tag: "gpu-n3 [r6] ", "node07 [rank 3] " (per-node log collectors)
     re.compile(r"[A-Za-z][\w.\-]{0,60}\s+(?=\[(?:r|rank|default|worker|task|proc|gpu)?[ :=]?\d{1,5}\])",
                re.IGNORECASE),
+    # a container, trial or request id: "3e9a7f21 " (hex, with a digit and a letter)
+    re.compile(r"(?=[0-9a-f]{0,63}\d)(?=[0-9a-f]{0,63}[a-f])[0-9a-f]{6,64}\s+(?=\S)"),
+    # a column bar after the tags: "[rank=3] || torch.OutOfMemoryError" (Determined's trial logs)
+    re.compile(r"\|{1,2}\s+(?=\S)"),
     # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "
     re.compile(r"\((?:[\w.:\-]+\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]

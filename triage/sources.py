@@ -1,13 +1,14 @@
 """Open what the user gave us as named binary streams, safely.
 
 Plain files, .gz, .zip, .tar(.gz|.bz2|.xz), folders (recursively) and the tree that
-`torchrun --log-dir` writes. Containers are read through triage.archives, which counts every
+`torchrun --log-dir` writes; a console's CSV or JSON export is read as the lines it carries (exports.py). Containers are read through triage.archives, which counts every
 byte read out of them, so bombs are stopped while streaming, never trusted from headers.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from triage import exports
 from triage.archives import (
     READ_ERRORS,
     READ_SIZE,
@@ -70,6 +72,10 @@ def inspect_upload(path: str | Path, original_name: str, limits: Limits | None =
 def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[Source]:
     kind = sniff_kind(path, name)
     if kind == "plain":
+        converted = _export_lines(path)
+        if converted is not None:  # a console's CSV/JSON export: read the lines it carries, oldest first
+            yield make_source(name, io.BytesIO(b"\n".join(converted) + b"\n"))
+            return
         with open(path, "rb") as handle:
             source = make_source(name, handle)
             source.path = path
@@ -89,6 +95,21 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
     for member in members(path, name, kind, budget):
         if Path(member.name).name not in _SKIP:
             yield make_source(f"{name}/{member.name}", member.stream)
+
+
+def _export_lines(path: Path) -> list[bytes] | None:
+    try:
+        size = path.stat().st_size
+        if size > exports.MAX_EXPORT:
+            return None
+        with open(path, "rb") as handle:
+            kind = exports.sniff(handle.read(4096))
+            if kind is None:
+                return None
+            handle.seek(0)
+            return exports.lines(handle.read(), kind)
+    except OSError:
+        return None
 
 
 def make_source(name: str, stream: BinaryIO) -> Source:

@@ -82,3 +82,11 @@ def test_a_collectors_lead_changes_nothing(tmp_path, name, text, want):
     result = diagnose([log])
     got = (result.category, result.root_cause.exception if result.root_cause else None, result.failing_rank)
     assert got == want
+
+
+def test_a_trial_id_and_a_column_bar_before_the_exception(tmp_path):
+    log = tmp_path / "trial-7-logs.txt"
+    log.write_text("[2026-09-02T14:43:49.300611Z] 3e9a7f21 [rank=3] || torch.OutOfMemoryError: CUDA out of memory. "
+                   "Tried to allocate 2.00 GiB.\n")
+    result = diagnose([log])
+    assert (result.category, result.root_cause.exception, result.failing_rank) == ("gpu_oom", "OutOfMemoryError", 3)

@@ -85,8 +85,15 @@ def test_ragged_rows_stacked_by_the_script_are_the_datas(tmp_path, frames, categ
      "model_load"),
     ([("/work/ft/run.py", "build"), (f"{SITE}/torch/nn/modules/batchnorm.py", "forward")],
      "ValueError: SyncBatchNorm layers only work with GPU modules", "config_invalid"),
+    ([("/work/ft/run.py", "step"), (f"{SITE}/deepspeed/runtime/swap_tensor/partitioned_param_swapper.py", "swap_in")],
+     "AssertionError: More elements 311164928 than buffer size 100,000,000", "config_invalid"),
+    ([("/work/ft/run.py", "main"), (f"{SITE}/torchtune/models/llama3/_tokenizer.py", "__init__")],
+     "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/Llama-3.2-1B/original/tokenizer.model'",
+     "model_load"),
+    ([("/work/ft/run.py", "step"), (f"{SITE}/accelerate/accelerator.py", "backward")],
+     "RuntimeError: MPS backend out of memory (MPS allocated: 35.71 GB, other allocations: 1.02 GB)", "gpu_oom"),
 ], ids=["unknown-config-keys", "scheduler-setting", "worker-seed", "tokenizer-json", "fsdp-state-dict-type",
-        "dcp-load", "gpu-only-layer"])
+        "dcp-load", "gpu-only-layer", "zero-infinity-buffer", "tokenizer-file-missing", "mps-oom"])
 def test_library_refusals_and_hooks(tmp_path, frames, last, category):
     log = tmp_path / "log.txt"
     log.write_text(_trace(frames, last))

@@ -179,7 +179,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
 _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     (re.compile(r"torch[/.]distributed[/.]elastic[/.]rendezvous|rendezvous|c10d_rendezvous|TCPStore"),
      "rendezvous", ["fix_rendezvous"]),
-    (re.compile(r"deepspeed[/.]runtime[/.](?:config|zero[/.]config)|training_args|accelerate[/.]utils[/.]dataclasses|"
+    (re.compile(r"deepspeed[/.]runtime[/.](?:config|zero[/.]config|swap_tensor)|training_args|accelerate[/.]utils[/.]dataclasses|"
                 r"(?:hf_)?argparser|fsdp_utils|accelerator\.py|accelerate[/.]commands[/.]config|"
                 r"transformers[/.]optimization|lr_scheduler"), "config_invalid", ["fix_config"]),
     (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"

@@ -38,7 +38,7 @@ RULES = [
         "gpu_oom",
         ROOT,
         ["out of memory", "OutOfMemoryError", "Out of memory", "OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED"],
-        r"(?:CUDA|HIP|XPU|MPS|NPU) out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+        r"(?:CUDA|HIP|XPU|MPS|NPU)(?: backend)? out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
         r"Cuda failure 'out of memory'|"
         r"RESOURCE_EXHAUSTED: Out of memory|CUDA error: out of memory",
         GPU_FIXES,

@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.rules import HINT, ROOT, rule
+
+# the files of a tokenizer or adapter folder (a missing weights file under a checkpoint folder is a resume
+# path, the storage's)
+_MODEL_FILE = re.compile(
+    r"No such file or directory: '[^']*(?:tokenizer(?:_config)?\.(?:model|json)|spiece\.model|vocab\.(?:json|txt)|"
+    r"merges\.txt|special_tokens_map\.json|generation_config\.json|adapter_config\.json)'"
+)
+
+
+def _model_file_missing(text: str, frames: list[dict]):
+    """A missing file of a model, tokenizer or adapter folder (a tokenizer.model under a download path
+    that was never filled): the model's path, even when a tokenizer's loading frames look like data code."""
+    if not _MODEL_FILE.search(text):
+        return None
+    return ("model_load", ("fix_path",),
+            "a file of the model, tokenizer or adapter folder does not exist at the path given: the folder was not "
+            "downloaded there, or the path points at another folder")
+
 
 RULES = [
     rule(
@@ -35,7 +55,8 @@ RULES = [
         r"File too large|\(os error (?:5|27|30)\)",
         ["free_disk", "fix_path"],
         0.88,  # above an unreadable checkpoint: a write that the filesystem refused says why it is unreadable
-        "the filesystem returned an I/O error",
+        "the filesystem returned an I/O error (a full or failing disk, a remote mount, a stale NFS handle, a "
+        "file size limit): free space or write elsewhere, or fix the mount",
     ),
     rule(
         "storage.wrong_kind",
@@ -78,6 +99,7 @@ RULES = [
         "a file or folder the job needs does not exist",
         reading_data=("data_pipeline", ["fix_path", "fix_data_file"],
                       "a file the dataset lists or the data config points at does not exist"),
+        within=_model_file_missing,
     ),
     rule(
         "storage.checkpoint_frames",

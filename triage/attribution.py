@@ -132,6 +132,12 @@ def _timeout_culprit(
         quiet = [rank for rank in silent if rank not in {hit.rank for hit in collected.cascades}]
         if len(quiet) == 1:
             return quiet[0], "the only rank that neither reported the timeout nor lost a peer: it stalled"
+        if not quiet and len(reporters) == 1:
+            # the others were alive elsewhere (they only lost this rank as a peer): it waited alone in a
+            # collective they never called
+            winner.facts["out_of_step"] = reporters[0]
+            return reporters[0], ("the only rank waiting in the collective; the others were elsewhere and only "
+                                  "lost it as a peer: it called a collective they did not")
         stalled = _oldest_progress(collected, silent)
         if stalled is not None:
             return stalled, "of the ranks that did not report the timeout, its last progress is the oldest"

@@ -59,7 +59,8 @@ _SPAWNED = re.compile(r"^-- Process (\d{1,6}) terminated with the following erro
 
 class Collector:
     def __init__(
-        self, memory_collector=None, memory_literals: tuple[str, ...] = (), nproc_per_node: int | None = None
+        self, memory_collector=None, memory_literals: tuple[str, ...] = (), nproc_per_node: int | None = None,
+        node_layout: dict[int, tuple[int, int]] | None = None,
     ):
         self.out = Collected()
         self.memory = memory_collector
@@ -70,6 +71,7 @@ class Collector:
             else None
         )
         self.nproc = nproc_per_node
+        self.node_layout = node_layout or {}  # {node: (first global rank, processes)} when nodes differ
         self.rules = rules.registry()
         self.pending_message = None
         self._in_error_file = False
@@ -94,11 +96,14 @@ class Collector:
         rank_hint = source.rank_hint
         if source.local_rank_hint is not None:
             node = source.node_hint or 0
-            rank_hint = (
-                node * self.nproc + source.local_rank_hint
-                if (self.nproc and source.node_hint)
-                else source.local_rank_hint
-            )
+            if node in self.node_layout:
+                rank_hint = self.node_layout[node][0] + source.local_rank_hint
+            else:
+                rank_hint = (
+                    node * self.nproc + source.local_rank_hint
+                    if (self.nproc and source.node_hint)
+                    else source.local_rank_hint
+                )
         stream = source.stream
         if source.is_error_file:
             stream = read_error_file(source, rank_hint, self.out.error_files)

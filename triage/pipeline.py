@@ -10,7 +10,7 @@ from pathlib import Path
 from triage import fixes as fix_builders
 from triage import memory as memory_module
 from triage.collect import Collector
-from triage.commandline import launch_shape, parse_command
+from triage.commandline import launch_shape, node_layout, parse_command, parse_script
 from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
@@ -49,9 +49,12 @@ def diagnose(
     shape = launch_shape(parse_command(command)) if command else None
     nproc = shape.per_node if shape and shape.stated else None
     command_world = shape.world if shape and shape.stated else None
+    layout = node_layout(parse_script(command)) if command else None
+    if layout:  # one line per node, each with its own process count
+        command_world = sum(count for _, count in layout.values())
     default_world = shape.world if shape and not shape.stated else None  # bare torchrun: 1, unless logs say more
     memory = memory_module.MemorySeriesCollector()
-    collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc)
+    collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc, layout)
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out

@@ -56,3 +56,26 @@ def test_named_files_splits_configs_from_data():
     cmd = parse_command("accelerate launch train.py --deepspeed ds.json --dataset_path d/rows.jsonl "
                         "--output_dir out --hparams hp.yaml notes.txt")
     assert named_files(cmd) == (["ds.json", "hp.yaml"], ["d/rows.jsonl", "notes.txt"])
+
+
+def test_one_line_per_node_with_their_own_process_counts():
+    from triage.commandline import node_layout, parse_script
+    script = parse_script("torchrun --nnodes 2 --node_rank 0 --nproc_per_node 2 --master_addr h0 fit.py\n"
+                          "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 1 --master_addr h0 fit.py\n")
+    assert node_layout(script) == {0: (0, 2), 1: (2, 1)}
+    assert node_layout(parse_script("torchrun --nproc_per_node 4 fit.py")) is None
+
+
+def test_a_second_nodes_log_gets_global_ranks_from_the_per_node_counts(tmp_path):
+    # torchrun --log-dir on node 1: node1/<run>/attempt_0/<local rank>/stderr.log
+    stderr = tmp_path / "node1" / "none_k2x" / "attempt_0" / "0" / "stderr.log"
+    stderr.parent.mkdir(parents=True)
+    stderr.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/job/fit.py", line 20, in main\n'
+        "    load()\n"
+        "KeyError: 'messages'\n")
+    command = ("torchrun --nnodes 2 --node_rank 0 --nproc_per_node 3 fit.py\n"
+               "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 1 fit.py\n")
+    result = diagnose([tmp_path / "node1"], command=command)
+    assert (result.failing_rank, result.world_size) == (3, 4)

@@ -90,3 +90,17 @@ def test_two_ranks_waiting_at_different_lines_diverged_without_a_culprit(tmp_pat
     result = diagnose([log], command="torchrun --nproc_per_node 2 fit.py")
     assert result.category == "nccl_timeout" and result.failing_rank is None
     assert result.fixes[0]["kind"] == "fix_code"
+
+
+def test_one_rank_alone_in_a_collective_while_the_others_only_lost_it(tmp_path):
+    lost = ("[rank{r}]: Traceback (most recent call last):\n"
+            '[rank{r}]:   File "/job/fit.py", line 300, in step\n'
+            "[rank{r}]:     loss.backward()\n"
+            "[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+            "[10.0.0.2]:2440\n")
+    text = _timed_out(2, 149, "prepare") + lost.format(r=0) + lost.format(r=1)
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    result = diagnose([log], command="torchrun --nproc_per_node 3 fit.py")
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 2)
+    assert result.fixes[0]["kind"] == "fix_code"

@@ -93,3 +93,24 @@ def job_world(cmd: LaunchCommand, ranks_seen: int | None) -> tuple[int | None, s
             else f"more than the command's {shape.world}")
         return ranks_seen, f"{ranks_seen} rank(s) seen in the logs ({reason})"
     return shape.world, shape.how
+
+
+def node_layout(script) -> dict[int, tuple[int, int]] | None:
+    """One torchrun line per node (`--node_rank N`), with their own process counts: {node: (first global
+    rank, processes)}. None unless at least two nodes' lines state both."""
+    per_node: dict[int, int] = {}
+    for cmd in script.launches:
+        if cmd.launcher != "torchrun":
+            continue
+        node = _int(cmd.value("node_rank", "node-rank", where="launcher"))
+        shape = launch_shape(cmd)
+        if node is None or not shape.stated or not shape.per_node:
+            return None
+        per_node[node] = shape.per_node
+    if len(per_node) < 2:
+        return None
+    layout, offset = {}, 0
+    for node in sorted(per_node):
+        layout[node] = (offset, per_node[node])
+        offset += per_node[node]
+    return layout

@@ -122,6 +122,8 @@ def candidates(collected: Collected) -> list[Candidate]:
             continue
         if (tb.source, tb.exc_line) in cascade_lines:
             continue  # "Connection closed by peer" and its kind: another rank's failure, never a root
+        if tb.previous is not None and tb.chained_to_previous and exceptions.REraised.match(tb.message or ""):
+            continue  # "Caught KeyError in DataLoader worker process 1": its origin, chained before it, speaks
         # the exception line may have matched a rule through a continuation line; look at the message too
         guess = exceptions.explain(tb.exception, tb.message, tb.frames, tb.full_name)
         if guess is None:

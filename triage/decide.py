@@ -160,6 +160,11 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     if root_tb is not None and matched is not None and matched is not root_tb and matched.exception:
         # keep the chain readable: the origin first, then what the matching exception said about it
         message = f"{message} (then {matched.exception}: {matched.message})"
+    elif root_tb is not None:
+        reraise = next((tb for tb in collected.tracebacks if tb.previous is root_tb and tb.chained_to_previous
+                        and exceptions.REraised.match(tb.message or "")), None)
+        if reraise is not None:  # the DataLoader's "Caught X in DataLoader worker process N" around it
+            message = f"{message} (then {reraise.exception}: {reraise.message})"
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
 
 

@@ -110,3 +110,37 @@ def test_the_worker_re_raise_does_not_take_over_its_origins_category(tmp_path):
     log.write_text(outer)
     result = diagnose([log])
     assert result.category == "code_bug" and "Seed must be" in result.root_cause.message
+
+
+@pytest.mark.parametrize("frames, last, category", [
+    # a vocabulary lookup of a word the data holds (a value, not a field)
+    ([("/work/pt/train.py", "__getitem__"), ("/work/pt/train.py", "encode")], "KeyError: 'Zürich'", "data_pipeline"),
+    # a field the record lacks, or a position where a mapping was expected: the data's shape
+    ([("/work/pt/train.py", "__getitem__"), ("/work/pt/train.py", "encode")], "KeyError: 'prompt_text'",
+     "data_schema"),
+    # a nested record where the code splits a string
+    ([("/work/pt/train.py", "__getitem__"), ("/work/pt/train.py", "encode")],
+     "AttributeError: 'dict' object has no attribute 'split'", "data_schema"),
+    # the script's own pickled cache of rows, cut short (no library loader in the traceback)
+    ([("/work/pt/train.py", "worker")], "_pickle.UnpicklingError: pickle data was truncated", "data_corrupt"),
+    # torch.load of a checkpoint cut short stays a checkpoint problem
+    ([("/work/pt/train.py", "resume"), (f"{SITE}/torch/serialization.py", "load")],
+     "_pickle.UnpicklingError: pickle data was truncated", "model_load"),
+], ids=["vocab-value", "missing-field", "nested-record", "own-pickle-cache", "torch-load"])
+def test_values_fields_and_caches(tmp_path, frames, last, category):
+    log = tmp_path / "log.txt"
+    log.write_text(_trace(frames, last))
+    assert diagnose([log]).category == category
+
+
+def test_the_workers_re_raise_yields_to_the_key_it_wraps(tmp_path):
+    worker = _trace([(f"{SITE}/torch/utils/data/_utils/fetch.py", "fetch"), ("/work/pt/train.py", "__getitem__"),
+                     ("/work/pt/train.py", "encode")], "KeyError: 'Zürich'")
+    outer = _trace([("/work/pt/train.py", "batches"), (f"{SITE}/torch/utils/data/dataloader.py", "_next_data"),
+                    (f"{SITE}/torch/_utils.py", "reraise")],
+                   "KeyError: Caught KeyError in DataLoader worker process 1.\nOriginal " + worker)
+    log = tmp_path / "log.txt"
+    log.write_text(outer)
+    result = diagnose([log])
+    assert result.category == "data_pipeline"
+    assert "Zürich" in result.root_cause.message and "DataLoader worker process 1" in result.root_cause.message

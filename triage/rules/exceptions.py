@@ -30,9 +30,14 @@ _WORKER_SETUP = re.compile(r"worker_init|seed_worker|_init_fn$|set_seed|seed_eve
 _SCALAR_FIELD = re.compile(
     r"^'(?:NoneType|int|float|bool)' object (?:is not (?:iterable|subscriptable)|has no attribute "
     r"'(?:strip|split|lower|upper|endswith|startswith|replace|encode|format|join|keys|items|get|append)')|"
+    # a nested record or a list where the code expects a string
+    r"^'(?:dict|list)' object has no attribute '(?:strip|split|lower|upper|endswith|startswith|replace|encode|"
+    r"format|join)'|"
     r"expected (?:str|string)\b.{0,30}\b(?:got|not) '?(?:NoneType|int|float)|"
     r"can only concatenate str \(not \"(?:NoneType|int|float)\"\)"
 )
+# a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York')
+_VALUE_KEY = re.compile(r"^'(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80}'")
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
 # a record without the field the recipe reads
 _DATASET_KEY = re.compile(
@@ -309,6 +314,10 @@ def explain(
     signature = _signature_change(exception, message, frames)
     if signature is not None:
         return signature
+    if exception == "KeyError" and in_data and _VALUE_KEY.match(message.strip()) and raised_in_user_code:
+        # a lookup of a value (a word in a vocabulary, a label in a map), not of a record's field
+        return ("data_pipeline", ["fix_code", "fix_data_file"], 0.45,
+                "the script's lookup table (vocabulary, label map) lacks a value the data holds")
     if exception == "KeyError" and (in_data or _DATASET_KEY.match(message.strip())):
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError") and _loads_checkpoint(message, frames):

@@ -27,6 +27,23 @@ def _weights_only_default(text: str, frames: list[dict]):
             "weights_only=False if you trust it, or allow the class with torch.serialization.add_safe_globals")
 
 
+_LOADER_FRAMES = re.compile(r"serialization|torch[/\\]|from_pretrained|load_state_dict|checkpoint|modeling|"
+                            r"safetensors|peft|accelerate|deepspeed|transformers", re.IGNORECASE)
+
+
+def _what_the_pickle_was(text: str, frames: list[dict]):
+    """torch's new weights_only default refusing a class; or a file the script unpickles itself (a cache of
+    rows, not a checkpoint: no loader of a library in the traceback) that was cut short."""
+    refused = _weights_only_default(text, frames)
+    if refused is not None:
+        return refused
+    if ("UnpicklingError" in text or "pickle data was truncated" in text or "Ran out of input" in text) \
+            and frames and not any(_LOADER_FRAMES.search(str(frame.get("file", ""))) for frame in frames):
+        return ("data_corrupt", ("fix_data_file",),
+                "a file the script unpickles itself (a cache of prepared rows) is cut short or damaged: rebuild it")
+    return None
+
+
 RULES = [
     rule(
         "model_load.class_missing",
@@ -127,7 +144,7 @@ RULES = [
         "the checkpoint file is unreadable (truncated, corrupt, or not a checkpoint)",
         reading_data=("data_corrupt", ["fix_data_file"],
                       "a data file the dataset reads is unreadable (truncated, corrupt, or not the expected format)"),
-        within=_weights_only_default,
+        within=_what_the_pickle_was,
     ),
     rule(
         "model_load.vocab_mismatch",

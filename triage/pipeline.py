@@ -147,12 +147,19 @@ def _build(
 
 
 def _reread(winner, verdict: Verdict, command: str | None):
-    """The winner, reinterpreted by what the launch command shows (a parse error in the config file it names)."""
-    if winner is None or winner.category != "data_corrupt" or not command:
+    """The winner, reinterpreted by what the launch command shows: a parse error in the config file it
+    names, a division by a setting it gives as 0."""
+    if winner is None or not command:
         return winner
-    frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
-    configs, data = named_files(parse_command(command))
-    meant = config_rules.unreadable_config(verdict.exception, exception_rules.reading_data(frames), configs, data)
+    cmd = parse_command(command)
+    meant = None
+    if winner.category == "data_corrupt":
+        frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
+        configs, data = named_files(cmd)
+        meant = config_rules.unreadable_config(verdict.exception, exception_rules.reading_data(frames), configs, data)
+    elif winner.category == "code_bug":
+        flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
+        meant = config_rules.zero_setting(verdict.exception, flags)
     if meant is None:
         return winner
     return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])

@@ -79,3 +79,28 @@ def test_a_second_nodes_log_gets_global_ranks_from_the_per_node_counts(tmp_path)
                "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 1 fit.py\n")
     result = diagnose([tmp_path / "node1"], command=command)
     assert (result.failing_rank, result.world_size) == (3, 4)
+
+
+ZERO_DIVISION = """\
+Traceback (most recent call last):
+  File "/job/fit.py", line 88, in train
+    if step % args.save_every == 0:
+ZeroDivisionError: integer modulo by zero
+"""
+
+
+@pytest.mark.parametrize("command, category", [
+    ("torchrun --nproc_per_node 2 fit.py --save_every 0 --steps 9", "config_invalid"),
+    ("torchrun --nproc_per_node 2 fit.py --save_every 50 --steps 9", "code_bug"),
+])
+def test_a_division_by_a_setting_given_as_zero_is_the_settings(tmp_path, command, category):
+    result = _diagnose(tmp_path, ZERO_DIVISION, command)
+    assert result.category == category
+    if category == "config_invalid":
+        assert "--save_every" in result.summary and result.fixes[0]["kind"] == "fix_config"
+
+
+def test_an_os_refusing_a_file_is_not_a_config_keyword(tmp_path):
+    text = ('Traceback (most recent call last):\n  File "/job/fit.py", line 40, in resume\n    state = load(path)\n'
+            "OSError: [Errno 22] Invalid argument\n")
+    assert _diagnose(tmp_path, text, None).category == "storage"

@@ -6,6 +6,18 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "code.shared_tensors_save",
+        "code_bug",
+        ROOT,
+        ["Some tensors share memory"],
+        # safetensors refusing tied weights (an LM head tied to the embedding) in a plain save_file
+        r"Some tensors share memory, this will lead to duplicate memory on disk",
+        ["fix_code"],
+        0.85,
+        "safetensors cannot save tensors that share memory (tied weights): save with the model's "
+        "save_pretrained / save_model, which handles ties, or untie or clone them before saving",
+    ),
+    rule(
         "code.rename_race",
         "code_bug",
         ROOT,

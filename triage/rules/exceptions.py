@@ -155,7 +155,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible)|"
          r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
-         r"invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter|keys?)|unrecognized arguments|"
+         r"(?<!\[Errno 22\] )invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter|keys?)|"
+         r"unrecognized arguments|"
          r"unrecognized keys?|extra (?:fields|inputs) (?:are )?not permitted|should be set (?:through|via|in|with)|"
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
@@ -324,6 +325,9 @@ def explain(
         return "model_load", ["fix_path"], 0.5, f"a {exception} while loading a model or checkpoint"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
+    if exception == "OSError" and message.lstrip().startswith("[Errno 22]"):
+        # EINVAL from the OS on a file: a truncated or sparse file, a name the filesystem refuses
+        return "storage", ["fix_path"], 0.4, "the operating system refused an operation on a file (EINVAL)"
     if exception in ("PermissionError", "FileExistsError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
     if exception == "StopIteration" and in_data:

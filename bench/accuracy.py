@@ -39,6 +39,7 @@ OWN_SETS = {
     "cpu_blind3": ROOT / "tests" / "fixtures" / "cpu_blind3",
     "blind8": ROOT / "tests" / "triage" / "fixtures" / "blind8",
     "blind9": ROOT / "tests" / "triage" / "fixtures" / "blind9",
+    "blind10": ROOT / "tests" / "triage" / "fixtures" / "blind10",
 }
 
 

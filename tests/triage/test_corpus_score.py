@@ -41,6 +41,8 @@ SETS = [
     FIXTURES / "blind8",
     # a ninth blind set (34 public-thread forms from other projects), scored once, then tuned on
     FIXTURES / "blind9",
+    # a tenth blind set (30 forms of cloud consoles, job systems and posts), scored once, then tuned on
+    FIXTURES / "blind10",
 ]
 
 

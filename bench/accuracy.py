@@ -37,6 +37,7 @@ OWN_SETS = {
     "cpu_blind": ROOT / "tests" / "fixtures" / "cpu_blind",
     "cpu_blind2": ROOT / "tests" / "fixtures" / "cpu_blind2",
     "cpu_blind3": ROOT / "tests" / "fixtures" / "cpu_blind3",
+    "cpu_blind4": ROOT / "tests" / "fixtures" / "cpu_blind4",
     "blind8": ROOT / "tests" / "triage" / "fixtures" / "blind8",
     "blind9": ROOT / "tests" / "triage" / "fixtures" / "blind9",
     "blind10": ROOT / "tests" / "triage" / "fixtures" / "blind10",

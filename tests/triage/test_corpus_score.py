@@ -37,6 +37,8 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind2",
     # a third set of 20 real CPU runs made blind (team-code faults, per-node copies), scored once, then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind3",
+    # a fourth set of 20 real CPU runs made blind, scored once, then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind4",
     # an eighth blind set (33 public-thread forms), scored once on the engine of the day, then tuned on
     FIXTURES / "blind8",
     # a ninth blind set (34 public-thread forms from other projects), scored once, then tuned on

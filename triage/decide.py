@@ -97,10 +97,12 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             and item.weight >= winner.weight - 0.06]
     if winner.category == "rendezvous" and not _WAITING.search(winner.text or ""):
         same = [item for item in same if not _WAITING.search(item.text or "")] or [winner]
-    # the earliest; at the same logged time (one second), the lowest rank: the file order of two nodes' lines
-    # says nothing
-    same.sort(key=lambda item: (item.t if item.t is not None else float("inf"),
-                                item.rank if item.t is not None and item.rank is not None else -1, item.seq))
+    same.sort(key=lambda item: (item.t if item.t is not None else float("inf"), item.seq))
+    tied = [item for item in same if item.t is not None and item.t == same[0].t]
+    if len({item.source for item in tied}) > 1 and all(item.rank is not None for item in tied):
+        # the same logged time in two nodes' files: their order says nothing; the lowest rank
+        same.sort(key=lambda item: (item.t if item.t is not None else float("inf"),
+                                    item.rank if item in tied else -1, item.seq))
     winner = same[0]
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         # the same signature raised as an exception on the same rank says more (class, message, frames)

@@ -73,20 +73,20 @@ def split_prefix(line: str) -> Prefixed:
     """Peel rank/host prefixes off a cleaned line (several may stack: "3: [rank3]: ..."). A collector's
     decorations before them (a timestamp, a quote, a pod tag: "2024-05-06T07:08:09Z 6: [rank6]: ...") are
     looked through, and kept in the text for the timestamp reader and the exception layer."""
-    found = _split(line)
+    found = _split(line, midline=False)
     if found.rank is not None or not line or line[0] not in _LEAD_CHARS:
-        return found
+        return found if found.rank is not None else _split(line)
     core = decorations.core(line)
     if core is line or not line.endswith(core):
-        return found
+        return _split(line)
     inner = _split(core)
     if inner.rank is None and inner.host is None:
-        return found
+        return _split(line)
     lead = line[: len(line) - len(core)]
     return Prefixed(rank=inner.rank, host=inner.host or found.host, text=lead + inner.text, style=inner.style)
 
 
-def _split(line: str) -> Prefixed:
+def _split(line: str, midline: bool = True) -> Prefixed:
     host = None
     style = None
     rank = None
@@ -113,7 +113,7 @@ def _split(line: str) -> Prefixed:
             rank, text, style = int(match.group(1)), text[match.end() :], "mpirun"
             continue
         break
-    if rank is None and "[rank" in text:
+    if midline and rank is None and "[rank" in text:
         # a progress bar without a newline, then "[rank5]:[E602 ...": the rank's line starts mid-line
         match = _MIDLINE.search(text)
         if match:

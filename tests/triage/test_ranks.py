@@ -404,3 +404,12 @@ def test_a_rankless_c10d_line_takes_the_exception_its_own_file_raised():
     case = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_blind5" / "spawn-node1-master-addr-typo"
     result = diagnose([case / "node0.log", case / "node1.log"])
     assert (result.category, result.root_cause.exception) == ("rendezvous", "DistNetworkError")
+
+
+def test_two_nodes_files_failing_in_the_same_second_name_the_lower_rank(tmp_path):
+    line = "2026-05-06 10:00:01 [rank{r}]: safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge\n"
+    (tmp_path / "a-node1.log").write_text(line.format(r=3))
+    (tmp_path / "b-node0.log").write_text(line.format(r=1))
+    assert diagnose([tmp_path / "a-node1.log", tmp_path / "b-node0.log"]).failing_rank == 1
+    (tmp_path / "one.log").write_text(line.format(r=3) + line.format(r=1))  # one stream: its order stands
+    assert diagnose([tmp_path / "one.log"]).failing_rank == 3

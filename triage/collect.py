@@ -41,7 +41,7 @@ EXTRA_LITERALS = (
     "what():",
     "│",
 )
-_WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{4} |^\[W ")
+_WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # c10 logging: [W304 ...] / [W0304
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"

@@ -144,3 +144,29 @@ def test_the_workers_re_raise_yields_to_the_key_it_wraps(tmp_path):
     result = diagnose([log])
     assert result.category == "data_pipeline"
     assert "Zürich" in result.root_cause.message and "DataLoader worker process 1" in result.root_cause.message
+
+
+@pytest.mark.parametrize("frames, last, category", [
+    # os.environ['RUN_TAG'] on a node where the variable is not set
+    ([("/work/ft/train.py", "on_log"), ("<frozen os>", "__getitem__")], "KeyError: 'RUN_TAG'", "config_invalid"),
+    # a score column holding "n/a" reaching torch.tensor in the collate function
+    ([("/work/ft/train.py", "collate"), (f"{SITE}/torch/utils/data/_utils/fetch.py", "fetch")],
+     "TypeError: must be real number, not str", "data_schema"),
+    # a library that cannot run a requested feature on this hardware
+    ([("/work/ft/train.py", "main"), (f"{SITE}/accelerate/accelerator.py", "__init__")],
+     "RuntimeError: FP8 is not available on this machine.", "config_invalid"),
+], ids=["env-var-unset", "text-for-number", "feature-not-on-machine"])
+def test_settings_and_values(tmp_path, frames, last, category):
+    log = tmp_path / "log.txt"
+    log.write_text(_trace(frames, last))
+    assert diagnose([log]).category == category
+
+
+def test_a_c10d_warning_with_a_three_digit_date_is_a_warning(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("[rank0]:[W304 17:48:43.337810025 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0]  using GPU 0 "
+                   "to perform barrier; specify device_ids in barrier() or call init_process_group() with a device_id.\n"
+                   + _trace([("/work/asr/data.py", "shard_for")], "IndexError: list index out of range").replace(
+                       "\n", "\n[rank3]:").replace("Traceback", "[rank3]:Traceback", 1))
+    result = diagnose([log])
+    assert result.root_cause.exception == "IndexError" and result.category != "config_invalid"

@@ -7,6 +7,8 @@ import pytest
 from triage import diagnose
 
 CASES = [
+    ("deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a DP world size of 8 but "
+     "the current world size is 4.", "config.optimizer_groups", "config_invalid"),
     ("jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...",
      "data.template_roles", "data_pipeline"),
     ("[rank5]: RuntimeError: CUDA error: invalid device ordinal", "config.invalid_device_ordinal", "config_invalid"),

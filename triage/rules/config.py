@@ -34,9 +34,11 @@ RULES = [
         "config.optimizer_groups",
         "config_invalid",
         ROOT,
-        ["doesn't match the size of optimizer's group", "parameter group that doesn't match"],
+        ["doesn't match the size of optimizer's group", "parameter group that doesn't match", "DP world size of"],
         r"loaded state dict (?:contains a parameter group that doesn't match the size of optimizer's group|"
-        r"has a different number of parameter groups)",
+        r"has a different number of parameter groups)|"
+        # DeepSpeed ZeRO resumed on another data-parallel size
+        r"used a DP world size of \d+ but the current world size is \d+",
         ["fix_config", "fix_path"],
         0.8,
         "the optimizer state being resumed was saved for other parameter groups: another world size or "

@@ -36,6 +36,11 @@ _SCALAR_FIELD = re.compile(
     r"expected (?:str|string)\b.{0,30}\b(?:got|not) '?(?:NoneType|int|float)|"
     r"can only concatenate str \(not \"(?:NoneType|int|float)\"\)"
 )
+_ENV_KEY = re.compile(r"^'[A-Z][A-Z0-9_]{1,60}'$")
+_OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
+# a string where a number belongs ("must be real number, not str", torch.tensor(["3.5"]))
+_TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
+                              r"could not convert string to (?:float|int)|invalid literal for int\(\)")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York')
 _VALUE_KEY = re.compile(r"^'(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80}'")
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
@@ -163,6 +168,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
          r"should be (?:a )?(?:positive|non-negative|greater|less|one of|between|at least|at most)|"
          r"only (?:works?|supported|available|runs?) (?:with|on|for) (?:gpus?|cuda)|"
+         r"(?:is )?not available on this (?:machine|device|platform|system|hardware)|"
          r"\b(?:unknown|unsupported|invalid|unrecognized) [\w ]{0,20}(?:type|mode|value|option|strategy|choice|"
          r"method|scheduler|optimizer|loss)\b|"
          r"make sure (?:you|to|that)|\btry (?:increasing|decreasing|reducing|lowering|raising|setting)\b|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
@@ -276,6 +282,7 @@ def explain(
         message = ""
     # Python's attribute machinery raises on behalf of the caller: `obj.generate` on a DDP wrapper
     # fails in torch's Module.__getattr__, but the bug is the line that asked for it
+    asked_os = bool(frames) and bool(_OS_MODULE.search(str(frames[-1].get("file", ""))))  # os.environ[...]
     while frames and frames[-1].get("function", "").rsplit(".", 1)[-1] in _ON_BEHALF:
         frames = frames[:-1]
     user_frames = [frame for frame in frames if not _SITE.search(frame.get("file", ""))]
@@ -348,6 +355,13 @@ def explain(
                 and category in _SOFT_KEYWORDS)
         if not weak:
             return category, fixes, weight, f"the message keywords {words!r}"
+    if exception == "KeyError" and _ENV_KEY.match(message.strip()) and asked_os:
+        # os.environ['RUN_TAG'] on a node where it is not set
+        return ("config_invalid", ["fix_config", "fix_code"], 0.5,
+                f"an environment variable the script reads ({message.strip()}) is not set in this process")
+    if in_data and exception in ("TypeError", "ValueError") and _TEXT_FOR_NUMBER.search(message.strip()):
+        return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
+                "a row holds text where the data code expects a number")
     if in_data and exception in ("TypeError", "AttributeError") and _SCALAR_FIELD.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row's field is null or a number where the data code expects text or a list")

@@ -41,6 +41,7 @@ OWN_SETS = {
     "blind8": ROOT / "tests" / "triage" / "fixtures" / "blind8",
     "blind9": ROOT / "tests" / "triage" / "fixtures" / "blind9",
     "blind10": ROOT / "tests" / "triage" / "fixtures" / "blind10",
+    "blind11": ROOT / "tests" / "triage" / "fixtures" / "blind11",
 }
 
 

@@ -45,6 +45,8 @@ SETS = [
     FIXTURES / "blind9",
     # a tenth blind set (30 forms of cloud consoles, job systems and posts), scored once, then tuned on
     FIXTURES / "blind10",
+    # an eleventh blind set (32 forms of the most common fine-tuning failures), scored once, then tuned on
+    FIXTURES / "blind11",
 ]
 
 

@@ -39,8 +39,7 @@ _SCALAR_FIELD = re.compile(
 _ENV_KEY = re.compile(r"^'[A-Z][A-Z0-9_]{1,60}'$")
 _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 # a string where a number belongs ("must be real number, not str", torch.tensor(["3.5"]))
-_TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
-                              r"could not convert string to (?:float|int)|invalid literal for int\(\)")
+_TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York')
 _VALUE_KEY = re.compile(r"^'(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80}'")
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is

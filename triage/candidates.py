@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from triage import rules
 from triage.collected import Collected, Hit
 from triage.ranks import mentioned_rank
 from triage.rules import CONFIRMATION, HINT, ROOT, exceptions, signals
@@ -124,6 +125,17 @@ def candidates(collected: Collected) -> list[Candidate]:
             continue  # "Connection closed by peer" and its kind: another rank's failure, never a root
         if tb.previous is not None and tb.chained_to_previous and exceptions.REraised.match(tb.message or ""):
             continue  # "Caught KeyError in DataLoader worker process 1": its origin, chained before it, speaks
+        spelled = _raised_literal(tb)
+        if spelled is not None:
+            found = _rule_for(spelled)
+            if found is not None:
+                rule = found
+                out.append(Candidate(
+                    rule.category, rule.weight, list(rule.fixes), rule.id, rule.summary,
+                    tb.rank if tb.rank is not None else mentioned_rank(tb.exc_text), tb.source, tb.exc_line,
+                    tb.exc_text, tb.seq, tb.t, {"read_from": "the raise statement's message (the log cut it)"}, tb,
+                ))
+                continue
         # the exception line may have matched a rule through a continuation line; look at the message too
         guess = exceptions.explain(tb.exception, tb.message, tb.frames, tb.full_name)
         if guess is None:
@@ -168,6 +180,29 @@ def candidates(collected: Collected) -> list[Candidate]:
 
 
 BARE_FACTOR = 0.8  # an exception line printed without its traceback says less than a whole traceback
+
+
+_LITERAL = re.compile(r"""raise \w[\w.]*\(\s*f?(["'])(.{10,300}?)\1""")
+
+
+def _raised_literal(tb: Traceback) -> str | None:
+    """The whole message of an exception whose printed message the log cut short: the string literal of
+    the `raise X("...")` line under the last frame, when the printed message is a prefix of it."""
+    if not tb.frames or not tb.message or len(tb.message.strip()) < 10:
+        return None
+    found = _LITERAL.search(str(tb.frames[-1].get("code", "")))
+    if found is None:
+        return None
+    literal, printed = found.group(2), tb.message.strip()
+    if len(literal) <= len(printed) or not literal.startswith(printed):
+        return None
+    return f"{tb.exception}: {literal}"
+
+
+def _rule_for(text: str):
+    """The most specific root rule that matches a text, or None."""
+    roots = [rule for rule, _match in rules.matching(text) if rule.role == ROOT]
+    return max(roots, key=lambda rule: rule.weight, default=None)
 
 
 def bare_traceback(item: dict) -> Traceback:

@@ -229,6 +229,8 @@ class TracebackAssembler:
         frame = parse_frame(text)
         if frame is None:
             current.since_frame += 1
+            if current.since_frame == 1 and current.frames and "code" not in current.frames[-1]:
+                current.frames[-1]["code"] = text.strip()[:300]  # the source line under the frame
             if current.frames and current.since_frame > (30 if "│" in text or "|" in text else 8):
                 self._abandon()  # not a traceback body any more: a stray frame-like line, or a cut excerpt
                 return None

@@ -170,3 +170,25 @@ def test_a_c10d_warning_with_a_three_digit_date_is_a_warning(tmp_path):
                        "\n", "\n[rank3]:").replace("Traceback", "[rank3]:Traceback", 1))
     result = diagnose([log])
     assert result.root_cause.exception == "IndexError" and result.category != "config_invalid"
+
+
+CUT = """\
+[rank0]:   File "/home/u/proj/src/pkg/data/build.py", line 272, in build
+[rank0]:     raise RuntimeError("Cannot find valid samples, check the data format in data/README.md.")
+[rank0]: RuntimeError: {printed}
+"""
+
+
+@pytest.mark.parametrize("printed, category", [
+    ("Cannot find valid sampl", "data_schema"),  # the log cut the line: the raise statement says the rest
+    ("something else entirely went wrong", None),  # not that literal: the message stands alone
+])
+def test_a_message_the_log_cut_short_is_read_from_its_raise_statement(tmp_path, printed, category):
+    log = tmp_path / "log.txt"
+    log.write_text("[rank0]: Traceback (most recent call last):\n" + CUT.format(printed=printed))
+    result = diagnose([log])
+    assert result.root_cause.exception == "RuntimeError"
+    if category:
+        assert result.category == category
+    else:
+        assert result.category != "data_schema"

@@ -152,14 +152,15 @@ def _timeout_culprit(
                 "every rank reported the timeout, and this one timed out in a different collective (SeqNum) "
                 "than all the others: it fell out of step with them"
             )
-        odd = _odd_place(pool, reporters)
+        place_of = _places(pool)
+        odd = _odd_place(place_of, reporters)
         if odd is not None:
             winner.facts["out_of_step"] = odd
             return odd, (
                 "every rank reported the timeout, and this one was waiting at another line of the script than "
                 "all the others: it took another path (more batches, a skipped or extra collective)"
             )
-        if _diverged(pool, reporters):
+        if _diverged(place_of, reporters):
             # the ranks wait in different collectives: they took different paths (no majority names one)
             winner.facts["diverged"] = True
         stalled = _oldest_progress(collected, reporters)
@@ -200,16 +201,14 @@ def _places(pool: list[Candidate]) -> dict[int, set[tuple[str, int]]]:
     return place_of
 
 
-def _diverged(pool: list[Candidate], reporters: list[int]) -> bool:
+def _diverged(place_of: dict[int, set[tuple[str, int]]], reporters: list[int]) -> bool:
     """Every reporting rank's timed-out call is known, and they are not all at the same line."""
-    place_of = _places(pool)
     return len(place_of) >= 2 and len(place_of) == len(reporters) and len(set().union(*place_of.values())) > 1
 
 
-def _odd_place(pool: list[Candidate], reporters: list[int]) -> int | None:
+def _odd_place(place_of: dict[int, set[tuple[str, int]]], reporters: list[int]) -> int | None:
     """The one rank whose timed-out call sits at another line of the script's own code than every other
     rank's (the others wait in the final barrier, it is still in a training step's all_reduce)."""
-    place_of = _places(pool)
     if len(place_of) < 3 or len(place_of) != len(reporters) or any(len(places) != 1 for places in place_of.values()):
         return None
     ranks_at: dict[tuple[str, int], list[int]] = {}

@@ -344,8 +344,8 @@ class Collector:
                     facts,
                 )
             )
-        is_warning = bool(_WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body))) \
-            and "NCCL WARN" not in body
+        is_warning = bool(line_hits) and "NCCL WARN" not in body and bool(
+            _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body)))
         for hit in line_hits:
             hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)
         if cascade:

@@ -72,11 +72,12 @@ def inspect_upload(path: str | Path, original_name: str, limits: Limits | None =
 def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[Source]:
     kind = sniff_kind(path, name)
     if kind == "plain":
-        converted = _export_lines(path)
-        if converted is not None:  # a console's CSV/JSON export: read the lines it carries, oldest first
-            yield make_source(name, io.BytesIO(b"\n".join(converted) + b"\n"))
-            return
         with open(path, "rb") as handle:
+            converted = _export_lines(handle)
+            if converted is not None:  # a console's CSV/JSON export: read the lines it carries, oldest first
+                yield make_source(name, io.BytesIO(b"\n".join(converted) + b"\n"))
+                return
+            handle.seek(0)
             source = make_source(name, handle)
             source.path = path
             yield source
@@ -97,17 +98,15 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
             yield make_source(f"{name}/{member.name}", member.stream)
 
 
-def _export_lines(path: Path) -> list[bytes] | None:
+def _export_lines(handle: BinaryIO) -> list[bytes] | None:
+    """The lines of a console's export, read from the open file; None for any other file (left unread
+    past its first 4 KiB)."""
     try:
-        size = path.stat().st_size
-        if size > exports.MAX_EXPORT:
+        kind = exports.sniff(handle.read(4096))
+        if kind is None or os.fstat(handle.fileno()).st_size > exports.MAX_EXPORT:
             return None
-        with open(path, "rb") as handle:
-            kind = exports.sniff(handle.read(4096))
-            if kind is None:
-                return None
-            handle.seek(0)
-            return exports.lines(handle.read(), kind)
+        handle.seek(0)
+        return exports.lines(handle.read(), kind)
     except OSError:
         return None
 

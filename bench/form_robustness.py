@@ -1,8 +1,9 @@
 """How much a log collector's lead changes the engine's answer.
 
 Every labelled case of the repository's own sets (and `--corpus DIR`, when given) is diagnosed as it is,
-then again with one lead glued before every line of every log: `kubectl logs --timestamps`, a quoted
-paste, `kubectl logs --prefix`'s pod tag, a Python logging format, `pdsh`'s host. The baseline is the
+then again with one lead glued before every line of every log (`kubectl logs --timestamps`, a quoted
+paste, `kubectl logs --prefix`'s pod tag, a Python logging format, `pdsh`'s host) or with the whole text
+rewritten (terminal colours, CRLF line ends, HTML escaping, a Markdown indent, hard-wrapped long lines). The baseline is the
 untouched case in the same run; the figure is the share of cases whose (category, root exception,
 failing rank) does not move.
 
@@ -12,6 +13,7 @@ failing rank) does not move.
 from __future__ import annotations
 
 import argparse
+import html
 import shutil
 import sys
 import tempfile
@@ -33,6 +35,21 @@ LEADS = {
     "pod-tag": lambda line: "[pod/trainer-0/main] " + line,
     "logging-format": lambda line: "2026-05-06 07:08:09,123 - ERROR - " + line,
     "pdsh-host": lambda line: "node-a7: " + line,
+}
+
+
+def _wrap(line: str, width: int = 120) -> str:
+    return "\n".join(line[at:at + width] for at in range(0, len(line), width)) if len(line) > width else line
+
+
+# Whole-text changes a log meets on its way to a user: a terminal's colours, Windows line ends, a web page's
+# escaping, a Markdown code block's indent, a terminal that hard-wraps long lines.
+REWRITES = {
+    "ansi-colour": lambda text: "\n".join(f"\x1b[0;31m{line}\x1b[0m" if line else line for line in text.split("\n")),
+    "crlf": lambda text: text.replace("\n", "\r\n"),
+    "html-escaped": lambda text: html.escape(text),
+    "markdown-indent": lambda text: "\n".join("    " + line for line in text.split("\n")),
+    "wrapped-120": lambda text: "\n".join(_wrap(line) for line in text.split("\n")),
 }
 
 
@@ -58,7 +75,8 @@ def answer(case: Path, lead=None) -> tuple:
                     continue
                 if text.lstrip()[:1] in ("{", "[") or file.suffix == ".csv":
                     continue  # a structured export is not a stream of printed lines
-                file.write_text("\n".join(lead(line) for line in text.split("\n")))
+                file.write_text(REWRITES[lead](text) if isinstance(lead, str)
+                                else "\n".join(lead(line) for line in text.split("\n")), newline="")
         command = (case / "command.txt").read_text() if (case / "command.txt").is_file() else None
         result = diagnose(inputs, command=command)
         return result.category, result.root_cause.exception if result.root_cause else None, result.failing_rank
@@ -71,7 +89,8 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus", help="also a labelled corpus folder")
     parser.add_argument("--only", help="comma-separated leads")
     args = parser.parse_args(argv)
-    leads = {name: LEADS[name] for name in (args.only.split(",") if args.only else LEADS)}
+    every = {**LEADS, **{name: name for name in REWRITES}}
+    leads = {name: every[name] for name in (args.only.split(",") if args.only else every)}
     cases = [case for folder in SETS + ([Path(args.corpus)] if args.corpus else []) for case in find_cases(folder)]
     started = time.perf_counter()
     baseline = {case: answer(case) for case in cases}

@@ -54,7 +54,7 @@ _LAUNCHER_LINE = re.compile(
     r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"
     r"ChildFailedError|Sending process|Main process received"
 )
-_SPAWNED = re.compile(r"^-- Process (\d{1,6}) terminated with the following error")
+_SPAWNED = re.compile(r"^\s*-- Process (\d{1,6}) terminated with the following error")
 
 
 class Collector:

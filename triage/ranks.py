@@ -74,6 +74,10 @@ def split_prefix(line: str) -> Prefixed:
     decorations before them (a timestamp, a quote, a pod tag: "2024-05-06T07:08:09Z 6: [rank6]: ...") are
     looked through, and kept in the text for the timestamp reader and the exception layer."""
     found = _split(line, midline=False)
+    if found.rank is None and line[:1] == " " and line.lstrip()[:1] == "[":
+        inner = _split(line.lstrip(), midline=False)  # a block indented as a whole (a Markdown code block)
+        if inner.rank is not None:
+            return inner
     if found.rank is not None or not line or line[0] not in _LEAD_CHARS:
         return found if found.rank is not None else _split(line)
     core = decorations.core(line)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from triage import exports
+from triage import exports, unwrap
 from triage.archives import (
     READ_ERRORS,
     READ_SIZE,
@@ -78,6 +78,11 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
                 yield make_source(name, io.BytesIO(b"\n".join(converted) + b"\n"))
                 return
             handle.seek(0)
+            unwrapped = _unwrapped(handle)
+            if unwrapped is not None:  # a console's hard wrapping undone
+                yield make_source(name, io.BytesIO(unwrapped))
+                return
+            handle.seek(0)
             source = make_source(name, handle)
             source.path = path
             yield source
@@ -107,6 +112,16 @@ def _export_lines(handle: BinaryIO) -> list[bytes] | None:
             return None
         handle.seek(0)
         return exports.lines(handle.read(), kind)
+    except OSError:
+        return None
+
+
+def _unwrapped(handle: BinaryIO) -> bytes | None:
+    """A small file's text with a console's hard wrapping undone; None when it was not wrapped."""
+    try:
+        if os.fstat(handle.fileno()).st_size > unwrap.MAX_UNWRAP:
+            return None
+        return unwrap.unwrap(handle.read())
     except OSError:
         return None
 

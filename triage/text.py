@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -14,6 +15,8 @@ _ORPHAN_ANSI = re.compile(
     r"^(?:\s*\[\d{0,3}(?:;\d{1,3}){0,4}m)+ ?"
 )  # "\x1b" lost in a copy-paste: "[0m text"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A log scraped from a web page keeps its HTML escaping: "&lt;module&gt;", "KeyError: &#39;text&#39;".
+_HTML_ENTITY = re.compile(r"&(?:lt|gt|quot|amp|apos|#0*3[49]|#x0*2[27]);", re.IGNORECASE)
 
 def decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
@@ -47,6 +50,8 @@ def clean_line(raw: bytes | str, prefer: re.Pattern | None = None) -> str:
     if text.startswith(("[", " [")) and "m" in text[:20]:
         text = _ORPHAN_ANSI.sub("", text)
     text = resolve_carriage_returns(text.rstrip("\r\n"), prefer)
+    if "&" in text and _HTML_ENTITY.search(text):
+        text = html.unescape(text)
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text)
     return text.rstrip()

@@ -15,6 +15,11 @@ def first_failing_rank(
     launcher = collected.launcher
     if winner.category == "nccl_timeout":
         return _timeout_culprit(collected, winner, pool, world_size)
+    if winner.rule_id == "code.collective_mismatch":
+        ahead = _newest_progress(collected)
+        if ahead is not None:
+            return ahead, ("the only rank whose progress went past the others': it skipped a collective they "
+                           "made, so their next ones no longer matched")
     if winner.category == "host_oom":
         killed = _oom_killed_rank(collected)
         if killed is not None:
@@ -231,6 +236,17 @@ def _oldest_progress(collected: Collected, ranks: list[int]) -> int | None:
     lowest = min(steps.values())
     behind = [rank for rank, step in steps.items() if step == lowest]
     return behind[0] if len(behind) == 1 else None
+
+
+def _newest_progress(collected: Collected) -> int | None:
+    """The one rank whose last progress line names a later step than every other rank's (all ranks known)."""
+    steps = {rank: track.last_progress[3] for rank, track in collected.tracks.items()
+             if rank is not None and track.last_progress and track.last_progress[3] is not None}
+    if len(steps) < 2 or len(steps) < len(collected.tracks) or len(set(steps.values())) < 2:
+        return None
+    highest = max(steps.values())
+    ahead = [rank for rank, step in steps.items() if step == highest]
+    return ahead[0] if len(ahead) == 1 else None
 
 
 def rank_without_verdict(collected: Collected) -> int | None:

@@ -74,6 +74,15 @@ def _whole_chain_frames(tb: Traceback) -> list[dict]:
     return frames
 
 
+def _chain_messages(tb: Traceback | None) -> str:
+    """The messages of a traceback and of the exceptions it was raised from (the first cause last)."""
+    messages, hops = [], 0
+    while tb is not None and hops < 20:
+        messages.append(tb.message or "")
+        tb, hops = tb.previous, hops + 1
+    return "\n".join(messages)
+
+
 def candidates(collected: Collected) -> list[Candidate]:
     by_exc_line = _traceback_index(collected)
     by_frame = _frame_index(collected)
@@ -93,8 +102,9 @@ def candidates(collected: Collected) -> list[Candidate]:
         elif hit.rule.role == ROOT and _BENIGN.search(hit.text or ""):
             weight *= BENIGN_FACTOR
         category, fixes, summary = hit.rule.category, list(hit.rule.fixes), hit.rule.summary
-        meant = hit.rule.within(f"{hit.text or ''}\n{tb.message or ''}", list(tb.frames)) \
-            if hit.rule.within and tb is not None else None
+        meant = None
+        if hit.rule.within:  # a line without a traceback is read with no frames
+            meant = hit.rule.within(f"{hit.text or ''}\n{_chain_messages(tb)}", list(tb.frames) if tb else [])
         if meant is not None:
             category, fixes, summary = meant[0], list(meant[1]), meant[2]
         elif hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):

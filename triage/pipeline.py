@@ -284,6 +284,12 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
         kinds.remove("reduce_dataloader_workers")
         kinds.insert(0, "reduce_dataloader_workers")
+    frames = list(winner.traceback.frames) if winner.traceback is not None else []
+    if winner.category == "host_oom" and frames and not exception_rules.library_file(str(frames[-1].get("file", ""))) \
+            and winner.facts.get("bytes"):
+        # one allocation refused at the script's own line in the main process (a buffer sized by the batch,
+        # a dense table): the batch and that line, not the DataLoader workers around it
+        kinds = ["reduce_batch_size", "fix_code"] + [kind for kind in kinds if kind not in ("reduce_batch_size", "fix_code")]
     if "reduce_batch_size" in kinds and command and _BATCH_ONE.search(command):
         kinds.remove("reduce_batch_size")
         for kind in ("reduce_seq_len", "enable_gradient_checkpointing", "shard_more"):
@@ -304,6 +310,9 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
             if kind in kinds:
                 kinds.remove(kind)
             kinds.insert(0, kind)
+    if winner.category == "data_pipeline" and any(hit.rule.id == "data.filtered_to_nothing" for hit in collected.hits):
+        # the log shows a filter that kept no rows: its limits are the setting to change
+        kinds = ["fix_config"] + [kind for kind in kinds if kind != "fix_config"]
     unknown_flag = str(winner.facts.get("flag") or "").lstrip("-").replace("-", "_")
     if "rename_flag" in kinds and unknown_flag in RENAMES:
         # a parser refusing a flag that a library release renamed: renaming it is the fix, a pin the fallback
@@ -335,8 +344,9 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) 
             # preprocessing (tokenize/map with num_proc workers): each worker holds its own copy of the data
             kinds = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
         elif phase == "training":
-            # RAM that grows while steps run: the input pipeline's workers and the batch they prepare
-            kinds = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
+            # RAM that grows while steps run: the batch and the input pipeline's workers that prepare it
+            # (the workers come first where the log or the command shows them: _by_evidence)
+            kinds = ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"]
     for kind in DEFAULT_FIXES.get(winner.category, []):
         if kind not in kinds:
             kinds.append(kind)

@@ -11,6 +11,8 @@ from triage.ranks import split_prefix
 from triage.text import clean_line, decode, strip_ansi
 
 STEP = re.compile(r"(\d+)/(\d+) \[")
+# a script's own counter: "step 6 loss 0.34", "global_step=40", "iter: 120", "'step': 40"
+STEP_WORD = re.compile(r"\b(?:global_step|step|iter(?:ation)?)['\"]?\s?[:=#]?\s?(\d{1,9})\b", re.I)
 PHASE_LOADING = re.compile(r"Loading checkpoint shards|Loading model|from_pretrained|Loading weights", re.I)
 PHASE_DATA = re.compile(
     r"Running tokenizer|Converting format|\bMap\b|Tokeniz|Generating train split|num_proc", re.I
@@ -28,7 +30,7 @@ def record_progress(out: Collected, source: str, lineno: int, raw: bytes, rank_h
                 out.hits.append(Hit(item, rank, source, lineno, prefixed.text[:1000], out.seq, None))
         return
     track = out.track(rank) if rank is not None else out.unranked
-    step_match = STEP.search(prefixed.text)
+    step_match = STEP.search(prefixed.text) or STEP_WORD.search(prefixed.text)
     step = int(step_match.group(1)) if step_match else None
     item = (lineno, prefixed.text[:300], timestamps.parse(prefixed.text, out.year), step)
     track.progress_count += 1

@@ -19,8 +19,9 @@ _SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
 # a rank naming itself at the start of its line: Lightning's "[rank: 1] ", a script's "Rank 3: ",
 # "[Rank 3] ", "RANK=3 | ", "rank3: " (never a hostname: the word is "rank")
 _SELF = re.compile(
-    r"(?:\[\s?rank[:=\s]\s?(\d{1,6})(?:\s?/\s?\d{1,6})?\s?\]:?|rank[\s_=]?(\d{1,6})\s?(?::|\|))\s?", re.I
-)  # "[rank: 1]", "[Rank 3]", "[rank 13/16]", "Rank 3:", "rank3 |"
+    r"(?:\[\s?rank[:=\s]\s?(\d{1,6})(?:\s?/\s?\d{1,6})?\s?\]:?|rank[\s_=]?(\d{1,6})\s?(?::|\|)|"
+    r"\[rank(\d{1,6})\](?=\s))\s?", re.I
+)  # "[rank: 1]", "[Rank 3]", "[rank 13/16]", "Rank 3:", "rank3 |", a script's own "[rank0] step 2"
 _HOST = re.compile(
     r"((?:localhost|[a-z0-9][a-z0-9\-]{0,40}\d[a-z0-9\-]{0,20}(?:\.[a-z0-9\-]{1,40}){0,6}|"
     r"\d{1,3}(?:\.\d{1,3}){3})): "
@@ -97,7 +98,7 @@ def _split(line: str, midline: bool = True) -> Prefixed:
     text = line
     match = _SELF.match(text)
     if match:
-        rank, text, style = int(match.group(1) or match.group(2)), text[match.end() :], "self"
+        rank, text, style = int(match.group(1) or match.group(2) or match.group(3)), text[match.end() :], "self"
         return Prefixed(rank=rank, host=host, text=text, style=style)
     match = _HOST.match(text)
     if match and not text.startswith(("http", "https")):

@@ -228,7 +228,8 @@ def test_it_uses_auto_batch_values_when_no_command_was_given():
 
 def test_a_rank_killed_mid_training_gets_training_advice_even_when_another_rank_printed_the_steps(tmp_path):
     """Only rank 0 prints the step bar, and it is glued in front of rank 0's next line; rank 1 dies
-    by SIGKILL. The job was training, so the input pipeline's memory comes first, not model loading."""
+    by SIGKILL. The job was training, so the batch and the input pipeline's memory come first, not model
+    loading (the workers lead only where the log or the command shows them)."""
     from triage_helpers import write
 
     from triage import diagnose
@@ -245,13 +246,13 @@ def test_a_rank_killed_mid_training_gets_training_advice_even_when_another_rank_
     result = diagnose([write(tmp_path / "run.log", log + "\n")], command="torchrun --nproc_per_node 2 train.py")
     assert result.category == "host_oom"
     assert result.failing_rank == 1
-    assert [fix["kind"] for fix in result.fixes][0] == "reduce_dataloader_workers"
+    assert [fix["kind"] for fix in result.fixes][:2] == ["reduce_batch_size", "reduce_dataloader_workers"]
 
 
 @pytest.mark.parametrize(
     "victim_frames, first",
     [
-        (["main", "train", "backward", "run_backward"], "reduce_dataloader_workers"),
+        (["main", "train", "backward", "run_backward"], "reduce_batch_size"),
         (["main", "from_pretrained", "_load_pretrained_model", "load_state_dict"], "fix_config"),
     ],
 )
@@ -295,4 +296,29 @@ def test_a_training_step_line_in_other_words_still_says_training(tmp_path, line)
         ]
     )
     result = diagnose([write(tmp_path / "run.log", log + "\n")], command="torchrun --nproc_per_node 2 t.py")
-    assert result.fixes[0]["kind"] == "reduce_dataloader_workers"
+    assert result.fixes[0]["kind"] == "reduce_batch_size"
+
+
+@pytest.mark.parametrize(
+    "shown, command",
+    [
+        ("", "torchrun --nproc_per_node 2 t.py --dataloader_num_workers 12"),
+        ("lightning/pytorch/trainer/connectors/data_connector.py:441: the train loader has `num_workers=12`",
+         "torchrun --nproc_per_node 2 t.py"),
+        ("DataLoader config: batch_size: 8, num_workers: 16, pin_memory: true", "torchrun --nproc_per_node 2 t.py"),
+    ],
+)
+def test_a_training_kill_puts_the_workers_first_where_the_run_shows_them(tmp_path, shown, command):
+    from triage_helpers import write
+
+    from triage import diagnose
+
+    log = "\n".join([
+        shown,
+        "step 3/8 loss 3.6713 (0.1s)",
+        "E1201 10:00:01.000000 100 torch/distributed/elastic/multiprocessing/api.py:900] failed "
+        "(exitcode: -9) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3",
+    ])
+    result = diagnose([write(tmp_path / "run.log", log + "\n")], command=command)
+    assert result.category == "host_oom"
+    assert [fix["kind"] for fix in result.fixes][:2] == ["reduce_dataloader_workers", "reduce_batch_size"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.rules import ROOT, rule
 
 RULES = [
@@ -65,6 +67,21 @@ RULES = [
         0.8,
         "a distributed call ran before the process group existed: the script was started without a "
         "distributed launcher (torchrun / accelerate launch) or never called init_process_group",
+    ),
+    rule(
+        "config.single_gpu_only",
+        "config_invalid",
+        ROOT,
+        ["multi GPU", "multi-GPU", "multiple GPUs", "single GPU", "single-GPU", "multi-gpu"],
+        # a library that refuses to run when it sees more than one GPU: make one visible, or use a release
+        # (or another library) that supports several
+        r"(?:does not|doesn't|do not|cannot|can't|not) (?:currently )?(?:work|run|supported?)\w* (?:on|with|for) "
+        r"(?:multi[- ]?GPU|multiple GPUs)|only supports? (?:a )?single[- ]GPU",
+        ["fix_config", "pin_versions"],
+        0.8,
+        "the library runs on one GPU only, and the process sees several: expose one (CUDA_VISIBLE_DEVICES) "
+        "or use a release that supports several",
+        flags=re.IGNORECASE,
     ),
     rule(
         "config.no_gpu_visible",

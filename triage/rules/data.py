@@ -39,7 +39,11 @@ def _model_files(text: str, frames: list[dict]):
 
 def _ragged_rows(text: str, frames: list[dict]):
     """torch.tensor() over rows of unequal length, called by the script itself with no tokenizer or collator
-    in the traceback: a row of the data file has another number of values than the others."""
+    in the traceback: a row of the data file has another number of values than the others. A column of words
+    where the batch wants numbers ("too many dimensions 'str'": labels given as text) is the data's format."""
+    if "too many dimensions 'str'" in text:
+        return ("data_schema", ("convert_data_format", "fix_data_file"),
+                "a column the batch turns into a tensor holds text (labels as words, not ids)")
     if "expected sequence of length" not in text or not frames or library_file(str(frames[-1].get("file", ""))):
         return None
     if any(re.search(r"tokeniz|collat|pad", str(frame.get("function", "")) + str(frame.get("file", "")), re.I)
@@ -195,6 +199,16 @@ RULES = [
         "a CSV data file cannot be parsed",
     ),
     rule(
+        "data.truncated_array",
+        "data_corrupt",
+        ROOT,
+        ["Failed to read all data", "No data left in file", "not fully written"],
+        r"Failed to read all data for array|No data left in file|file seems not fully written",
+        ["fix_data_file"],
+        0.8,
+        "a numpy array file (.npy/.npz shard) is shorter than its header says: a cut or partial copy",
+    ),
+    rule(
         "data.chat_template",
         "data_pipeline",
         ROOT,
@@ -321,11 +335,28 @@ RULES = [
         "data.empty",
         "data_pipeline",
         ROOT,
-        ["num_samples=0", "dataset is empty", "Dataset is empty", "empty dataset"],
-        r"num_samples=0|[Dd]ataset is empty|empty dataset",
+        ["num_samples=0", "dataset is empty", "Dataset is empty", "empty dataset", " left", " remain"],
+        r"num_samples=0|[Dd]ataset is empty|empty dataset|"
+        r"\b[Nn]o (?:training |train |valid |usable )?(?:rows|samples|examples|records|pairs|sequences) "
+        r"(?:left|remain(?:ing|ed)?)\b",
         ["fix_path", "fix_data_file", "convert_data_format"],
         0.75,
         "the dataset is empty after loading or filtering",
+    ),
+    rule(
+        "data.filtered_to_nothing",
+        "data_pipeline",
+        HINT,
+        ["kept 0", " 0 after", "filter", "Filter", "discard", "Discard", "dropp", "Dropp", "skipp", "Skipp"],
+        r"\b[Kk]ept 0 ?(?:/|of|out of) ?\d+|\b0 (?:rows |samples |examples |pairs |records )?(?:left |remain\w* )?after "
+        r"(?:the )?(?:length |token |size |quality )?filter|(?:[Ff]iltered (?:out|away) (?:all|every)|"
+        r"(?:[Aa]ll|[Ee]very) (?:rows|samples|examples|pairs|records|sequences) (?:were |was )?(?:filtered|dropped|removed))|"
+        # rows dropped for their length: with an empty dataset after it, the length limit emptied it
+        r"(?:[Dd]iscard|[Dd]ropp|[Ff]ilter|[Ss]kipp|[Rr]emov)\w*\W{1,3}[^\n]{0,80}(?:exceed|longer than|too long|over)"
+        r"[^\n]{0,30}(?:max_length|max_seq|cutoff_len|model_max_length|max_len|length)",
+        ["fix_config", "fix_data_file"],
+        0.2,
+        "a length or quality filter left no rows: its limits (max length, thresholds) are too strict for the data",
     ),
     rule(
         "data.no_valid_samples",

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from triage.rules import ROOT, rule
+from triage.rules import HINT, ROOT, rule
 
 RULES = [
+    rule(
+        "dataloader.workers_shown",
+        "dataloader_worker",
+        HINT,
+        ["num_workers"],
+        # a printed config or a warning naming the DataLoader's worker count: evidence for the fix order
+        # of a host OOM, never a diagnosis (under the pool's weight floor)
+        r"\bnum_workers\b['\"`]?\s?[=:]\s?['\"`]?([1-9]\d{0,3})\b",
+        ["reduce_dataloader_workers"],
+        0.05,
+        "the run's DataLoaders use worker processes",
+        facts=lambda match: {"workers": int(match.group(1))},
+    ),
     rule(
         "dataloader.bus_error",
         "dataloader_worker",

@@ -50,6 +50,14 @@ _DATASET_KEY = re.compile(
     r"user|assistant|human|gpt|role|content|from|value|image|images|video|audio|label|labels|tools)'$",
     re.IGNORECASE,
 )
+# the failing source line reads a field of each record it loops over: "[r for r in ds.rows if len(r[f]) > 1]"
+_ROW_LOOP = re.compile(
+    r"\bfor\s+(\w+)\s+in\s+[\w.()\[\]]*?(?:rows|records|examples|samples|dataset|data|lines|items|shard|split)\b"
+    r"[\w.()\[\]]*(?=.*\b\1\[)|\b(\w+)\[[^\]]+\].*\bfor\s+\2\s+in\s+[\w.()\[\]]*?"
+    r"(?:rows|records|examples|samples|dataset|data|lines|items|shard|split)\b",
+    re.IGNORECASE,
+)
+_RESUMING = re.compile(r"resum", re.I)
 _SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\|\.pyx\b")  # .pyx: Cython (numpy, pandas)
 _CODE_BUGS = {
     "NameError",
@@ -325,12 +333,19 @@ def explain(
         # a lookup of a value (a word in a vocabulary, a label in a map), not of a record's field
         return ("data_pipeline", ["fix_code", "fix_data_file"], 0.45,
                 "the script's lookup table (vocabulary, label map) lacks a value the data holds")
-    if exception == "KeyError" and (in_data or _DATASET_KEY.match(message.strip())):
+    reads_records = bool(frames) and bool(_ROW_LOOP.search(str(frames[-1].get("code", ""))))
+    if exception == "KeyError" and (in_data or reads_records or _DATASET_KEY.match(message.strip())):
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError") and _loads_checkpoint(message, frames):
         return "model_load", ["fix_path"], 0.5, f"a {exception} while loading a model or checkpoint"
     if exception in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
+    if exception == "OSError" and message.lstrip().startswith("[Errno 22]") and _loads_checkpoint(message, frames) \
+            and not any(_RESUMING.search(str(frame.get("code", ""))) for frame in user_frames):
+        # torch.load / safetensors seeking past the end of a cut model file (the job's own resume state,
+        # cut while it was saved, is the storage's: the EINVAL rule below)
+        return ("model_load", ["fix_path", "fix_data_file"], 0.45,
+                "the operating system refused a read of a checkpoint file (EINVAL: a truncated or partial copy)")
     if exception == "OSError" and message.lstrip().startswith("[Errno 22]"):
         # EINVAL from the OS on a file: a truncated or sparse file, a name the filesystem refuses
         return "storage", ["fix_path"], 0.4, "the operating system refused an operation on a file (EINVAL)"

@@ -22,6 +22,20 @@ def _tried(match: re.Match) -> dict:
     return out
 
 
+_REQUEST = re.compile(r"tried to allocate (\d+) bytes|Unable to allocate ([\d.]+) ([KMGT]?)i?B")
+_UNIT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _requested_bytes(text: str) -> dict:
+    """The size of the one allocation the host refused ("you tried to allocate 8028160000 bytes")."""
+    found = _REQUEST.search(text)
+    if found is None:
+        return {}
+    if found.group(1):
+        return {"bytes": int(found.group(1))}
+    return {"bytes": int(float(found.group(2)) * _UNIT[found.group(3)])}
+
+
 RULES = [
     rule(
         "memory.ray_memory_monitor",
@@ -39,12 +53,26 @@ RULES = [
         ROOT,
         ["out of memory", "OutOfMemoryError", "Out of memory", "OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED"],
         r"(?:CUDA|HIP|XPU|MPS|NPU)(?: backend)? out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
-        r"Cuda failure 'out of memory'|"
+        r"Cuda failure (?:\d{1,3} )?'out of memory'|"
         r"RESOURCE_EXHAUSTED: Out of memory|CUDA error: out of memory",
         GPU_FIXES,
         0.9,
         "the GPU ran out of memory",
         facts=_tried,
+    ),
+    rule(
+        "memory.kv_cache_blocks",
+        "gpu_oom",
+        ROOT,
+        ["No available memory for the cache blocks", "KV cache"],
+        # vLLM (a rollout engine inside an RL trainer) found no GPU memory left for its KV cache after the
+        # model: its memory share, or what the training side holds on the same GPU, must change
+        r"No available memory for the cache blocks|"
+        r"(?:not enough|insufficient|no) (?:GPU |free )?memory (?:left )?(?:for|to allocate) (?:the )?KV cache",
+        ["fix_config", "shard_more", "reduce_batch_size"],
+        0.85,
+        "the inference engine found no GPU memory left for its KV cache (gpu_memory_utilization, colocated "
+        "training, tensor parallel size)",
     ),
     rule(
         "memory.host_alloc",
@@ -56,6 +84,7 @@ RULES = [
         HOST_FIXES,
         0.8,
         "the host ran out of RAM",
+        facts=lambda match: _requested_bytes(match.string),
     ),
     rule(
         "memory.kernel_oom_killer",

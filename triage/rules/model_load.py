@@ -46,6 +46,29 @@ def _what_the_pickle_was(text: str, frames: list[dict]):
 
 RULES = [
     rule(
+        "model_load.config_without_type",
+        "model_load",
+        ROOT,
+        ["Should have a `model_type`", "Should have a model_type"],
+        # the folder given as the model has no config.json (or one without model_type): a wrong or incomplete
+        # path, not an old transformers
+        r"Unrecognized model in [^\n]{1,300}Should have a `?model_type`? key",
+        ["fix_path", "pin_versions"],
+        0.92,
+        "the model folder has no usable config.json (missing, or without model_type): the path or the copy is wrong",
+    ),
+    rule(
+        "model_load.head_size_mismatch",
+        "model_load",
+        ROOT,
+        ["ignore_mismatched_sizes"],
+        r"You set `ignore_mismatched_sizes` to `False`|ignore_mismatched_sizes=True",
+        ["fix_config", "fix_code"],
+        0.85,
+        "the checkpoint's weights have other shapes than the model built from the settings (num_labels, "
+        "vocabulary, head): load with matching settings, or ignore_mismatched_sizes=True for a new head",
+    ),
+    rule(
         "model_load.class_missing",
         "model_load",
         ROOT,

@@ -91,7 +91,11 @@ RULES = [
         "nccl_error",
         ROOT,
         ["NET/Socket", "NET/IB", "Network is unreachable", "NCCL WARN"],
-        r"NCCL WARN.{0,300}(?:unreachable|Connection refused|connect|socket|Socket|NET/|IB|P2P|peer)|"
+        # (not the plugin loader's notice that no external network plugin is installed, nor P2P left off
+        # between two GPUs: NCCL falls back to its own transports or shared memory, and healthy jobs print both)
+        r"NCCL WARN(?! ?NET/Plugin ?: ?(?:Could not find|No plugin found|Plugin load|Failed to find)"
+        r"| ?Could not enable P2P between)"
+        r".{0,300}(?:unreachable|Connection refused|connect|socket|Socket|NET/|IB|P2P|peer)|"
         r"NET/(?:Socket|IB).{0,100}(?:[Ee]rror|unreachable|refused|failed)|Network is unreachable",
         ["set_nccl_env"],
         0.6,

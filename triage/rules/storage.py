@@ -89,6 +89,17 @@ RULES = [
         "the job may not write or read a path",
     ),
     rule(
+        "storage.resume_checkpoint_missing",
+        "storage",
+        ROOT,
+        ["find a valid checkpoint"],
+        # transformers' Trainer given resume_from_checkpoint=PATH where no checkpoint was saved
+        r"Can't find a valid checkpoint at",
+        ["fix_path"],
+        0.85,
+        "the checkpoint folder to resume from is not there (or holds no saved state): point to one that was saved",
+    ),
+    rule(
         "storage.not_found",
         "storage",
         ROOT,

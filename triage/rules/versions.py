@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from triage.rules import ROOT, rule
@@ -16,6 +17,26 @@ def _keyword(match: re.Match) -> dict:
 def _flags(match: re.Match) -> dict:
     found = re.search(r"\[\s*'(--[\w\-]+)'", match.string)
     return {"flag": found.group(1)} if found else {}
+
+
+_CHOICE = re.compile(r"invalid choice: '([^']{1,80})' \(choose from ([^)]{1,2000})\)")
+
+
+def _misspelled_choice(text: str, frames: list[dict]):
+    """An argparse choice given with another spelling ('full-shard' for 'full_shard', a case or a letter off)
+    is a mistyped setting; a value no choice resembles belongs to another release of the script or library."""
+    found = _CHOICE.search(text)
+    if found is None:
+        return None
+    def spelt(word: str) -> str:
+        return word.strip().strip("'\"").lower().replace("-", "_")
+    given = spelt(found.group(1))
+    choices = [spelt(choice) for choice in found.group(2).split(",")]
+    close = [choice for choice in choices if choice == given or difflib.SequenceMatcher(None, given, choice).ratio() >= 0.85]
+    if not close:
+        return None
+    return ("config_invalid", ("fix_config",),
+            f"the value {found.group(1)!r} is a misspelling of the choice {close[0]!r} the script accepts")
 
 
 RULES = [
@@ -86,6 +107,7 @@ RULES = [
         0.8,
         "the script's argument parser does not know a command-line flag (renamed/removed or a different checkout)",
         facts=_flags,
+        within=_misspelled_choice,
     ),
     rule(
         "versions.cannot_import",

@@ -42,6 +42,8 @@ OWN_SETS = {
     "blind9": ROOT / "tests" / "triage" / "fixtures" / "blind9",
     "blind10": ROOT / "tests" / "triage" / "fixtures" / "blind10",
     "blind11": ROOT / "tests" / "triage" / "fixtures" / "blind11",
+    "blind13": ROOT / "tests" / "triage" / "fixtures" / "blind13",
+    "cpu_blind8": ROOT / "tests" / "fixtures" / "cpu_blind8",
 }
 
 

@@ -47,6 +47,10 @@ SETS = [
     FIXTURES / "blind10",
     # an eleventh blind set (32 forms of the most common fine-tuning failures), scored once, then tuned on
     FIXTURES / "blind11",
+    # a thirteenth blind set (31 forms whose difficulty is the category boundary), scored once, then tuned on
+    FIXTURES / "blind13",
+    # an eighth set of 21 real CPU runs of a team's own loop made blind, scored once, then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind8",
 ]
 
 

@@ -40,6 +40,15 @@ def first_failing_rank(
         surfaced = _distinct(item.rank for item in pool if item.category == "cuda_error")
         if len(surfaced) == 1:
             return surfaced[0], "the only rank whose CUDA call failed when the GPU fault was logged"
+    # a rank-less root line (NCCL's own "host:pid:tid [dev]" prefix): the rank whose own report of the same
+    # kind of failure came first, by the clock
+    timed = [(item.t, item.rank) for item in pool
+             if item.category == winner.category and item.rank is not None and item.t is not None]
+    if len({rank for _, rank in timed}) > 1:
+        earliest = min(t for t, _ in timed)
+        first = _distinct(rank for t, rank in timed if t == earliest)
+        if len(first) == 1:
+            return first[0], "the rank whose own report of the same kind of failure is the earliest"
     # a rank-less root line: attribute it through the launcher's exit records
     ranks = _distinct(_exit_rank(item) for item in _own_exits(launcher))
     if len(ranks) == 1:

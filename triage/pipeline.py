@@ -92,6 +92,7 @@ def _build(
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
     winner = _reread(verdict.candidate, verdict, command)
+    winner = _cut_by_a_full_disk(winner, collected)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -163,6 +164,20 @@ def _reread(winner, verdict: Verdict, command: str | None):
     if meant is None:
         return winner
     return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
+
+
+_CUT_FILE_RULES = ("model_load.corrupt_checkpoint", "data.truncated_array", "data.json_decode", "data.arrow_invalid")
+
+
+def _cut_by_a_full_disk(winner, collected):
+    """A checkpoint or data file that reads as cut short, after a warning that the disk was almost full:
+    the file was cut by the full disk, which is the thing to fix."""
+    if winner is None or winner.rule_id not in _CUT_FILE_RULES:
+        return winner
+    if not any(hit.rule.id == "storage.low_disk_warning" for hit in collected.hits):
+        return winner
+    return replace(winner, category="storage", fixes=["free_disk", "fix_path"],
+                   summary="a file written while the disk was almost full (a warning said so) is cut short")
 
 
 def _launcher(collected, command) -> str:

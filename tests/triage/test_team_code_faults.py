@@ -135,3 +135,31 @@ def test_a_length_filter_that_kept_nothing_puts_its_limits_first(tmp_path):
     assert result.fixes[0]["kind"] == "fix_config"
     plain = _run(tmp_path, "[prep] read 30412 pairs\n" + text.split("pairs\n", 2)[-1], name="plain.log")
     assert plain.category == "data_pipeline" and plain.fixes[0]["kind"] != "fix_config"
+
+
+def test_a_checkpoint_cut_after_a_low_disk_warning_is_the_full_disk(tmp_path):
+    warning = ("/venv/lib/python3.11/site-packages/huggingface_hub/file_download.py:653: UserWarning: Not enough free "
+               "disk space to download the file. The expected file size is: 4943.21 MB. The target location "
+               "/cache/hub only has 1210.40 MB free disk space.\n")
+    cut = _traceback(2, [('File "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 512, '
+                          'in load_state_dict', 'with safe_open(checkpoint_file, framework="pt") as f:')],
+                     "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer")
+    result = _run(tmp_path, warning + cut)
+    assert result.category == "storage"
+    assert result.fixes[0]["kind"] == "free_disk"
+    assert _run(tmp_path, cut, name="cut.log").category == "model_load"
+
+
+def test_a_rankless_nccl_warning_goes_to_the_rank_whose_own_report_came_first(tmp_path):
+    def watchdog(rank: int, clock: str) -> str:
+        return (f"gpu-b7: [rank{rank}]:[E1109 08:{clock} ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
+                f"Rank {rank}] Process group watchdog thread terminated with exception: NCCL error: remote process "
+                "exited or there was a network error, NCCL version 2.21.5")
+    text = "\n".join([
+        "gpu-b7: gpu-b7:50322:50871 [2] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+        "10.40.7.17<40291> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+        watchdog(6, "14:52.118420"), watchdog(4, "15:01.000000"), watchdog(5, "15:01.003301"),
+        watchdog(7, "15:01.006602"),
+    ]) + "\n"
+    result = _run(tmp_path, text)
+    assert (result.category, result.failing_rank) == ("nccl_error", 6)

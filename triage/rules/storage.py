@@ -37,6 +37,18 @@ RULES = [
         "the disk is full",
     ),
     rule(
+        "storage.low_disk_warning",
+        "storage",
+        HINT,
+        ["free disk space", "not enough disk", "Not enough disk", "low on disk", "Low disk"],
+        # a downloader or a saver warned that the disk was nearly full: a file written after it may be cut
+        # (triage.pipeline reads a truncated checkpoint or data file after it as the disk's fault)
+        r"[Nn]ot enough (?:free )?disk space|[Ll]ow (?:on )?disk space|disk (?:is )?almost full",
+        ["free_disk", "fix_path"],
+        0.05,
+        "a warning said the disk was almost full",
+    ),
+    rule(
         "storage.stream_writer",
         "storage",
         ROOT,

@@ -160,6 +160,8 @@ def test_a_rankless_nccl_warning_goes_to_the_rank_whose_own_report_came_first(tm
         "10.40.7.17<40291> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
         watchdog(6, "14:52.118420"), watchdog(4, "15:01.000000"), watchdog(5, "15:01.003301"),
         watchdog(7, "15:01.006602"),
+        "gpu-b7: [2026-11-09 08:15:09,660] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', "
+        "'train.py', '--local_rank=3', '--deepspeed'] exits with return code = 1",
     ]) + "\n"
     result = _run(tmp_path, text)
     assert (result.category, result.failing_rank) == ("nccl_error", 6)

@@ -29,6 +29,15 @@ class Verdict:
     others: list[Candidate] = field(default_factory=list)
 
 
+_TOGETHER_LINES = 40  # lines apart: two ranks' copies of one error printed in the same moment
+
+
+def _same_message(one: Candidate, other: Candidate) -> bool:
+    first = (one.traceback.message if one.traceback is not None else None) or one.text
+    second = (other.traceback.message if other.traceback is not None else None) or other.text
+    return (first or "").strip() == (second or "").strip()
+
+
 def _order(candidate: Candidate):
     return (
         -round(candidate.weight, 3),
@@ -104,6 +113,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         same.sort(key=lambda item: (item.t if item.t is not None else float("inf"),
                                     item.rank if item in tied else -1, item.seq))
     winner = same[0]
+    if winner.t is None and winner.rank is not None and winner.line is not None and len(collected.sources) > 1:
+        # no clock, one log per node: ranks of a node that raised the same error within a few lines of each
+        # other failed together, and which of them reached the node's stream first is a race; the lowest
+        together = [item for item in same if item.t is None and item.rank is not None and item.source == winner.source
+                    and item.line is not None and abs(item.line - winner.line) <= _TOGETHER_LINES
+                    and _same_message(item, winner)]
+        if together:
+            winner = min(together, key=lambda item: (item.rank, item.seq))
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         # the same signature raised as an exception on the same rank says more (class, message, frames)
         # (a rankless C++ log line: the same file's exception of that signature, when one rank raised it there)

@@ -165,3 +165,18 @@ def test_a_rankless_nccl_warning_goes_to_the_rank_whose_own_report_came_first(tm
     ]) + "\n"
     result = _run(tmp_path, text)
     assert (result.category, result.failing_rank) == ("nccl_error", 6)
+
+
+def test_two_ranks_of_a_node_failing_alike_name_the_nodes_lower_rank(tmp_path):
+    """No clock, one log per node: the order in which a node's ranks reached its stream is a race."""
+    def failure(rank: int) -> str:
+        return _traceback(rank, [('File "/jobs/ft/train.py", line 42, in <module>',
+                                  "model = AutoModelForCausalLM.from_pretrained(args.model)")],
+                          "KeyError: 'RUN_TAG'")
+    (tmp_path / "node0.log").write_text("[rank0] step 1 loss 2.0\n[rank1] step 1 loss 2.0\n")
+    (tmp_path / "node1.log").write_text(failure(3) + failure(2))
+    result = diagnose([tmp_path / "node0.log", tmp_path / "node1.log"])
+    assert result.failing_rank == 2
+    # in one stream the first to print stays first: one file is not a race this reading can settle
+    (tmp_path / "all.log").write_text(failure(3) + failure(2))
+    assert diagnose([tmp_path / "all.log"]).failing_rank == 3

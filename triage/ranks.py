@@ -24,6 +24,8 @@ _SELF = re.compile(
 )  # "[rank: 1]", "[Rank 3]", "[rank 13/16]", "Rank 3:", "rank3 |", a script's own "[rank0] step 2"
 _HOST = re.compile(
     r"((?:localhost|[a-z0-9][a-z0-9\-]{0,40}\d[a-z0-9\-]{0,20}(?:\.[a-z0-9\-]{1,40}){0,6}|"
+    # a name without digits, in parts joined by hyphens (pdsh's "node-b: ", "gpu-west-a: ")
+    r"[a-z][a-z0-9]{1,20}(?:-[a-z0-9]{1,20}){1,3}(?:\.[a-z0-9\-]{1,40}){0,6}|"
     r"\d{1,3}(?:\.\d{1,3}){3})): "
 )
 # a mention inside the message: "[Rank 5] Watchdog", "rank 3 ", "Rank 0:" (weaker, used by rules)

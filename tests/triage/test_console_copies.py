@@ -103,3 +103,18 @@ def test_an_indented_spawn_block_still_names_its_process(tmp_path):
 """
     category, exception, rank = answer(tmp_path, text)
     assert (category, rank) == ("hardware", 2)
+
+
+def test_pdsh_hosts_named_without_digits_are_hosts(tmp_path):
+    text = "\n".join([
+        "node-b: [2026-11-01 10:00:00,000] [INFO] [launch.py:151:main] nnodes=2, num_local_procs=8, node_rank=1",
+        "node-b: Traceback (most recent call last):",
+        'node-b:   File "/home/u/chat/main.py", line 300, in <module>',
+        "node-b:     main()",
+        'node-b:   File "/home/u/venv/lib/python3.10/site-packages/deepspeed/runtime/config.py", line 790, in _batch',
+        "node-b:     assert train_batch == micro_batch * grad_acc * self.world_size, (",
+        "node-b: AssertionError: Check batch related parameters. train_batch_size is not equal to "
+        "micro_batch_per_gpu * gradient_acc_step * world_size 256 != 4 * 8 * 16",
+    ]) + "\n"
+    category, exception, _rank = answer(tmp_path, text)
+    assert (category, exception) == ("config_invalid", "AssertionError")

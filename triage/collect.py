@@ -286,12 +286,14 @@ class Collector:
                 return False
             body = inner
         stripped = body.strip()
+        so_far = target["message"] if isinstance(target, dict) else (target.message or "")
         if (
             pending_source != source
             or pending_rank != rank
             or left <= 0
             or not stripped
-            or len(stripped) > 400
+            # (a message that ends announcing a list, "Error(s) in loading state_dict for X:", takes long lines)
+            or (len(stripped) > 400 and not so_far.rstrip().endswith(":"))
             or _NOT_CONTINUATION.match(stripped)
             or parse_exception_line(stripped) is not None
             or _LAUNCHER_LINE.search(stripped)

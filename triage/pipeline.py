@@ -92,7 +92,7 @@ def _build(
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
     winner = _reread(verdict.candidate, verdict, command)
-    winner = _cut_by_a_full_disk(winner, collected)
+    winner = _local_rank_spelling(_cut_by_a_full_disk(winner, collected), collected)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -167,6 +167,17 @@ def _reread(winner, verdict: Verdict, command: str | None):
 
 
 _CUT_FILE_RULES = ("model_load.corrupt_checkpoint", "data.truncated_array", "data.json_decode", "data.arrow_invalid")
+
+
+def _local_rank_spelling(winner, collected):
+    """A --local-rank refused by a script whose usage offers --local_rank: the launcher's spelling changed
+    with torch 2.0 (a version), not a launch that passes an argument the script never takes."""
+    if winner is None or winner.rule_id != "versions.unused_cli_args" or winner.category != "config_invalid":
+        return winner
+    if not any(hit.rule.id == "versions.usage_takes_local_rank" for hit in collected.hits):
+        return winner
+    return replace(winner, category="version_mismatch", fixes=["rename_flag", "fix_code", "pin_versions"],
+                   summary="torch 2.x launchers pass --local-rank; the script only takes --local_rank")
 
 
 def _cut_by_a_full_disk(winner, collected):
@@ -301,7 +312,7 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
         kinds.insert(0, "reduce_dataloader_workers")
     frames = list(winner.traceback.frames) if winner.traceback is not None else []
     if winner.category == "host_oom" and frames and not exception_rules.library_file(str(frames[-1].get("file", ""))) \
-            and winner.facts.get("bytes"):
+            and (winner.facts.get("bytes") or (winner.traceback is not None and winner.traceback.exception == "MemoryError")):
         # one allocation refused at the script's own line in the main process (a buffer sized by the batch,
         # a dense table): the batch and that line, not the DataLoader workers around it
         kinds = ["reduce_batch_size", "fix_code"] + [kind for kind in kinds if kind not in ("reduce_batch_size", "fix_code")]

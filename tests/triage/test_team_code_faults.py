@@ -180,3 +180,58 @@ def test_two_ranks_of_a_node_failing_alike_name_the_nodes_lower_rank(tmp_path):
     # in one stream the first to print stays first: one file is not a race this reading can settle
     (tmp_path / "all.log").write_text(failure(3) + failure(2))
     assert diagnose([tmp_path / "all.log"]).failing_rank == 3
+
+
+def test_a_refused_local_rank_is_the_launch_unless_the_script_takes_the_old_spelling(tmp_path):
+    refusal = "train.py: error: unrecognized arguments: --local-rank=1\n"
+    launch = _run(tmp_path, "usage: train.py [-h] --config CONFIG [overrides ...]\n" + refusal)
+    assert launch.category == "config_invalid"
+    assert [fix["kind"] for fix in launch.fixes][:2] == ["fix_config", "fix_code"]
+    spelling = _run(tmp_path, "usage: train.py [-h] [--local_rank LOCAL_RANK] [--data DATA]\n" + refusal,
+                    name="old.log")
+    assert spelling.category == "version_mismatch"
+    assert spelling.fixes[0]["kind"] == "rename_flag"
+
+
+def test_a_training_argument_one_letter_off_is_a_misspelt_setting_and_a_removed_one_a_release(tmp_path):
+    def refused(name: str) -> str:
+        return _traceback(1, [('File "/jobs/ft/hf_ft.py", line 30, in <module>', "args = TrainingArguments(**cfg)")],
+                          f"TypeError: TrainingArguments.__init__() got an unexpected keyword argument '{name}'")
+    typo = _run(tmp_path, refused("per_device_train_bach_size"))
+    assert (typo.category, typo.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    removed = _run(tmp_path, refused("per_gpu_train_batch_size"), name="removed.log")
+    assert removed.category == "version_mismatch"
+
+
+def test_a_missing_weight_shard_is_the_models(tmp_path):
+    text = _traceback(0, [('File "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 900, '
+                           'in load_shard', "state = safe_load_file(shard_file)")],
+                      "FileNotFoundError: No such file or directory: assets/quokka/model-00003-of-00003.safetensors")
+    result = _run(tmp_path, text)
+    assert (result.category, result.fixes[0]["kind"]) == ("model_load", "fix_path")
+
+
+def test_a_reshape_written_for_a_full_batch_at_the_scripts_line_is_a_code_bug(tmp_path):
+    text = _traceback(2, [('File "/jobs/ft/ddp_ft.py", line 120, in evaluate', "scores = logits.view(4, -1).mean(1)")],
+                      "RuntimeError: shape '[4, -1]' is invalid for input of size 45")
+    result = _run(tmp_path, text)
+    assert (result.category, result.failing_rank) == ("code_bug", 2)
+
+
+def test_a_memoryerror_at_the_scripts_line_puts_the_batch_and_that_line_first(tmp_path):
+    text = _traceback(1, [('File "/jobs/ft/job.py", line 77, in build_cache', "cache = [featurize(r) for r in rows]")],
+                      "MemoryError")
+    result = _run(tmp_path, text)
+    assert result.category == "host_oom"
+    assert [fix["kind"] for fix in result.fixes][:2] == ["reduce_batch_size", "fix_code"]
+
+
+def test_a_message_announcing_a_list_takes_its_long_lines(tmp_path):
+    keys = ", ".join(f'"module.transformer.h.{index}.attn.c_attn.weight"' for index in range(40))
+    text = _traceback(1, [('File "/jobs/ft/hf_ft.py", line 36, in <module>', "model.load_state_dict(state)")],
+                      "RuntimeError: Error(s) in loading state_dict for GPT2LMHeadModel: ")
+    text += f"[rank1]: \tUnexpected key(s) in state_dict: {keys}\n"
+    result = _run(tmp_path, text)
+    assert result.category == "model_load"
+    assert "Unexpected key(s)" in result.root_cause.message
+    assert result.fixes[0]["kind"] == "fix_code"

@@ -58,6 +58,8 @@ _ROW_LOOP = re.compile(
     re.IGNORECASE,
 )
 _RESUMING = re.compile(r"resum", re.I)
+_SHAPE_BUG = re.compile(r"shape '\[[^\]]*\]' is invalid for input of size \d+|"
+                        r"mat1 and mat2 shapes cannot be multiplied|view size is not compatible with input tensor")
 _SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\|\.pyx\b")  # .pyx: Cython (numpy, pandas)
 _CODE_BUGS = {
     "NameError",
@@ -395,6 +397,10 @@ def explain(
             return ("data_pipeline", ["fix_data_file", "convert_data_format"], 0.35,
                     f"a {exception} in data-handling frames")
         return "code_bug", ["fix_code"], WEIGHT, f"a {exception} inside a library called by the script"
+    if exception == "RuntimeError" and raised_in_user_code and not in_data and _SHAPE_BUG.search(message):
+        # a tensor op at the script's own line given a shape it cannot take (a view/reshape with sizes written
+        # for a full batch, meeting the last partial one; matrices that do not chain)
+        return "code_bug", ["fix_code"], 0.35, "a tensor shape the script's own line cannot reshape or multiply"
     if exception == "ValueError" and in_data:
         return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35, "a ValueError in data-handling frames"
     if exception == "ValueError" and raised_in_user_code:

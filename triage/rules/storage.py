@@ -9,8 +9,11 @@ from triage.rules import HINT, ROOT, rule
 # the files of a tokenizer or adapter folder (a missing weights file under a checkpoint folder is a resume
 # path, the storage's)
 _MODEL_FILE = re.compile(
-    r"No such file or directory: '[^']*(?:tokenizer(?:_config)?\.(?:model|json)|spiece\.model|vocab\.(?:json|txt)|"
-    r"merges\.txt|special_tokens_map\.json|generation_config\.json|adapter_config\.json)'"
+    r"No such file or directory: '?[^'\s]*(?:tokenizer(?:_config)?\.(?:model|json)|spiece\.model|vocab\.(?:json|txt)|"
+    r"merges\.txt|special_tokens_map\.json|generation_config\.json|adapter_config\.json|"
+    # a weight shard of a sharded checkpoint ("model-00003-of-00003.safetensors", "pytorch_model-00001-of-00002.bin")
+    r"(?:model|pytorch_model)-\d{3,6}-of-\d{3,6}\.(?:safetensors|bin)|(?:model|pytorch_model)\.(?:safetensors|bin)|"
+    r"adapter_model\.(?:safetensors|bin))(?:'|$|\s)"
 )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 import re
 
-from triage.rules import ROOT, rule
+from triage.rules import HINT, ROOT, rule
+from triage.rules.arguments import misspelling_of
 from triage.rules.exceptions import own_module
 
 
@@ -20,6 +21,29 @@ def _flags(match: re.Match) -> dict:
 
 
 _CHOICE = re.compile(r"invalid choice: '([^']{1,80})' \(choose from ([^)]{1,2000})\)")
+
+
+def _misspelt_keyword(text: str, frames: list[dict]):
+    """A keyword one or two letters off a current training argument: the setting is misspelt."""
+    found = re.search(r"unexpected keyword argument ['‘’\"`]?(\w+)", text)
+    meant = misspelling_of(found.group(1)) if found else None
+    if meant is None:
+        return None
+    return ("config_invalid", ("fix_config",),
+            f"the argument {found.group(1)!r} is a misspelling of {meant!r}: correct it in the flags or config")
+
+
+_LOCAL_RANK_ARG = re.compile(r"unrecognized arguments: (?:.* )?--local[-_]rank\b")
+
+
+def _local_rank_or_choice(text: str, frames: list[dict]):
+    """The script's parser refusing the --local-rank that `python -m torch.distributed.launch` (and
+    DeepSpeed's launcher) pass to every process: the launch, not a release; or a misspelt choice."""
+    if _LOCAL_RANK_ARG.search(text):
+        return ("config_invalid", ("fix_config", "fix_code"),
+                "the launcher passes --local-rank to the script, whose argument parser does not take it: launch "
+                "with torchrun (or --use-env), or add a --local-rank/--local_rank argument")
+    return _misspelled_choice(text, frames)
 
 
 def _misspelled_choice(text: str, frames: list[dict]):
@@ -40,6 +64,18 @@ def _misspelled_choice(text: str, frames: list[dict]):
 
 
 RULES = [
+    rule(
+        "versions.usage_takes_local_rank",
+        "version_mismatch",
+        HINT,
+        ["--local_rank"],
+        # the script's usage line offers the underscore spelling that torch 1.x launchers passed; torch 2.x's
+        # torch.distributed.launch passes --local-rank (triage.pipeline reads the refusal with it)
+        r"usage: \S+ .*\[--local_rank\b",
+        ["rename_flag", "fix_code", "pin_versions"],
+        0.05,
+        "the script takes --local_rank, the spelling launchers passed before torch 2.0",
+    ),
     rule(
         "versions.architecture_unknown",
         "version_mismatch",
@@ -95,6 +131,7 @@ RULES = [
         0.8,
         "a function was called with an argument that the installed library version no longer accepts",
         facts=_keyword,
+        within=_misspelt_keyword,
     ),
     rule(
         "versions.unused_cli_args",
@@ -107,7 +144,7 @@ RULES = [
         0.8,
         "the script's argument parser does not know a command-line flag (renamed/removed or a different checkout)",
         facts=_flags,
-        within=_misspelled_choice,
+        within=_local_rank_or_choice,
     ),
     rule(
         "versions.cannot_import",

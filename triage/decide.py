@@ -143,6 +143,12 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         ):
             for key, value in other.facts.items():
                 winner.facts.setdefault(key, value)
+    if winner.rule_id == "code.collective_mismatch" and winner.traceback is None and winner.line is not None:
+        # gloo's "what():" line under "terminate called after throwing an instance of 'gloo::EnforceNotMet'"
+        for hit in collected.hits:
+            if hit.rule.id == "code.cpp_terminate" and hit.source == winner.source and hit.line == winner.line - 1:
+                winner.facts.setdefault("exception", hit.facts["terminate_class"])
+                winner.facts.setdefault("message", (winner.text or "").strip().removeprefix("what():").strip())
     failing_rank, reason = first_failing_rank(collected, winner, pool, world_size)
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         near_tb, near_bare = _nearby_exception(collected, winner)

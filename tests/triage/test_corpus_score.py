@@ -51,6 +51,10 @@ SETS = [
     FIXTURES / "blind13",
     # an eighth set of 21 real CPU runs of a team's own loop made blind, scored once, then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind8",
+    # a ninth set of 20 real CPU runs of Hugging Face jobs made blind, scored once, then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind9",
+    # an eleventh set of 18 real CPU runs across the taxonomy made blind, scored once (94% category held out)
+    ROOT / "tests" / "fixtures" / "cpu_blind11",
 ]
 
 

@@ -76,6 +76,9 @@ def test_in_a_collective_mismatch_the_rank_whose_steps_ran_ahead_skipped_the_col
     (tmp_path / "node1.log").write_text(node1)
     result = diagnose([tmp_path / "node0.log", tmp_path / "node1.log"])
     assert (result.category, result.failing_rank) == ("code_bug", 1)
+    # the C++ exception the process died of is named, from the terminate line above gloo's "what():"
+    assert result.root_cause.exception == "EnforceNotMet"
+    assert result.root_cause.message.startswith("[enforce fail at")
 
 
 def test_a_host_allocation_refused_at_the_scripts_own_line_puts_the_batch_and_that_line_first(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.rules import ROOT, rule
+from triage.rules import HINT, ROOT, rule
 
 RULES = [
     rule(
@@ -40,6 +40,19 @@ RULES = [
         0.8,
         "an object handed to a worker process cannot be pickled (a local function or lambda as collate_fn, "
         "an open handle): define it at module level, or use no worker processes",
+    ),
+    rule(
+        "code.cpp_terminate",
+        "code_bug",
+        HINT,
+        ["terminate called after throwing"],
+        # the C++ exception a process died of ("terminate called after throwing an instance of
+        # 'gloo::EnforceNotMet'"): the class the "what():" line under it belongs to (triage.decide names it)
+        r"terminate called after throwing an instance of '(?:\w+::)*(\w+)'",
+        [],
+        0.05,
+        "a C++ exception ended the process",
+        facts=lambda match: {"terminate_class": match.group(1)},
     ),
     rule(
         "code.collective_mismatch",

@@ -75,6 +75,10 @@ def embedded_lines(raw: bytes) -> list[bytes]:
 
 _RECORD_TEXT_KEYS = ("log", "message", "msg", "textPayload", "text", "event", "line")
 _RECORD_TIME_KEYS = ("time", "timestamp", "@timestamp", "ts")
+_RECORD_RANK_KEYS = ("rank", "global_rank", "world_rank", "RANK")
+_RECORD_TRACE_KEYS = ("traceback", "exc_info", "stack_trace", "stacktrace", "stack")
+_RECORD_CLASS_KEYS = ("exc_type", "exception_type", "error_type", "exception_class")
+_RECORD_ERROR_KEYS = ("exc", "exception", "error", "error_message", "exc_message")
 MAX_RECORD = 65536
 
 
@@ -95,8 +99,23 @@ def json_record_lines(raw: bytes) -> list[bytes] | None:
     if text is None:
         return None
     when = next((record[key] for key in _RECORD_TIME_KEYS if isinstance(record.get(key), str)), "")
-    lead = f"{when} " if when else ""
-    return [(lead + line).encode("utf-8", "replace") for line in text.rstrip("\n").split("\n")[:MAX_EMBEDDED_LINES]]
+    rank = next((record[key] for key in _RECORD_RANK_KEYS if type(record.get(key)) is int), None)
+    lead = (f"{when} " if when else "") + (f"[rank{rank}]: " if rank is not None else "")
+    text = text.rstrip("\n") + _record_exception(record)
+    return [(lead + line).encode("utf-8", "replace") for line in text.split("\n")[:MAX_EMBEDDED_LINES]]
+
+
+def _record_exception(record: dict) -> str:
+    """What a JSON logger keeps of an exception beside the message: its traceback text, or its class and
+    message in their own fields ({"exc_type": "ValueError", "exc": "..."}), as the lines Python prints."""
+    trace = next((record[key] for key in _RECORD_TRACE_KEYS if isinstance(record.get(key), str)), None)
+    if trace and trace.strip():
+        return "\n" + trace.rstrip("\n")
+    kind = next((record[key] for key in _RECORD_CLASS_KEYS if isinstance(record.get(key), str)), None)
+    said = next((record[key] for key in _RECORD_ERROR_KEYS if isinstance(record.get(key), str)), None)
+    if kind and said is not None:
+        return f"\n{kind}: {said.rstrip()}"
+    return ""
 
 
 # Masking lives in triage.secrets; these names stay importable from here.

@@ -118,3 +118,19 @@ def test_pdsh_hosts_named_without_digits_are_hosts(tmp_path):
     ]) + "\n"
     category, exception, _rank = answer(tmp_path, text)
     assert (category, exception) == ("config_invalid", "AssertionError")
+
+
+def test_a_json_loggers_records_keep_their_rank_and_exception(tmp_path):
+    import json as _json
+
+    records = [
+        {"ts": "2026-12-01T06:00:00.120Z", "level": "INFO", "rank": 3, "msg": "dataloader ready"},
+        {"ts": "2026-12-01T06:07:33.915Z", "level": "ERROR", "rank": 3, "msg": "training step failed",
+         "exc_type": "KeyError", "exc": "'conversations'"},
+        {"ts": "2026-12-01T06:07:36.000Z", "level": "ERROR", "rank": 0, "msg": "collective failed",
+         "traceback": "Traceback (most recent call last):\n  File \"/app/train.py\", line 88, in step\n"
+                      "    dist.all_reduce(loss)\nRuntimeError: Connection closed by peer [10.0.0.4]:29500\n"},
+    ]
+    text = "\n".join(_json.dumps(record) for record in records) + "\n"
+    category, exception, rank = answer(tmp_path, text)
+    assert (category, exception, rank) == ("data_schema", "KeyError", 3)

@@ -368,6 +368,10 @@ def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Ca
     its own (not a communication error, not a wrapper, not itself about the timeout), that exception is
     why the others waited: it is the root, and the timeouts are its cascade."""
     reporters = {item.rank for item in pool if item.category == "nccl_timeout"}
+    first_report: dict = {}
+    for item in pool:
+        if item.category == "nccl_timeout":
+            first_report[item.rank] = min(first_report.get(item.rank, item.seq), item.seq)
     causes = [
         item
         for item in pool
@@ -378,7 +382,9 @@ def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Ca
         and item.traceback.exception not in exceptions.CASCADE_EXCEPTIONS
         and not any(word in (item.traceback.message or "") for word in _TIMEOUT_WORDS)
         and item.weight >= 0.2
-        and (item.rank is None or item.rank not in reporters)
+        # (a rank that timed out too counts when its own exception came before its timeout: a thread of it
+        # died, and the rank then waited for what that thread never delivered)
+        and (item.rank is None or item.rank not in reporters or item.seq < first_report[item.rank])
     ]
     if not causes:
         return None

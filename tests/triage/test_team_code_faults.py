@@ -238,3 +238,22 @@ def test_a_message_announcing_a_list_takes_its_long_lines(tmp_path):
     assert result.category == "model_load"
     assert "Unexpected key(s)" in result.root_cause.message
     assert result.fixes[0]["kind"] == "fix_code"
+
+
+def test_a_thread_that_died_before_its_ranks_timeout_is_why_every_rank_timed_out(tmp_path):
+    def watchdog(rank: int) -> str:
+        return (f"[rank{rank}]:[E1201 17:12:44.111000 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=3071, OpType=ALLGATHER, NumelIn=4, NumelOut=16, "
+                "Timeout(ms)=600000) ran for 600047 milliseconds before timing out.")
+    text = "\n".join([
+        "[rank2]:Exception in thread eval-metrics:",
+        "[rank2]:Traceback (most recent call last):",
+        '[rank2]:  File "/usr/lib/python3.11/threading.py", line 1075, in _bootstrap_inner',
+        "[rank2]:    self.run()",
+        '[rank2]:  File "/jobs/rl/eval_async.py", line 41, in run',
+        "[rank2]:    self.result = correct / seen",
+        "[rank2]:ZeroDivisionError: division by zero",
+        watchdog(0), watchdog(1), watchdog(2), watchdog(3),
+    ]) + "\n"
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception, result.failing_rank) == ("code_bug", "ZeroDivisionError", 2)

@@ -257,3 +257,15 @@ def test_a_thread_that_died_before_its_ranks_timeout_is_why_every_rank_timed_out
     ]) + "\n"
     result = _run(tmp_path, text)
     assert (result.category, result.root_cause.exception, result.failing_rank) == ("code_bug", "ZeroDivisionError", 2)
+
+
+def test_a_typeerror_in_one_librarys_api_called_by_another_is_their_releases(tmp_path):
+    frames = [
+        ('File "/srv/sft/train.py", line 140, in <module>', "trainer.train()"),
+        ('File "/venv/lib/python3.11/site-packages/deepspeed/comm/comm.py", line 305, in all_gather_into_tensor',
+         "return cdb.all_gather_into_tensor(output_tensor=output_tensor, input_tensor=tensor, group=group)"),
+        ('File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 3847, '
+         "in all_gather_into_tensor", "work = group._allgather_base(output_tensor, input_tensor, opts)"),
+    ]
+    result = _run(tmp_path, _traceback(0, frames, "TypeError: output tensor must have the same type as input tensor"))
+    assert (result.category, result.fixes[0]["kind"]) == ("version_mismatch", "pin_versions")

@@ -386,6 +386,9 @@ def explain(
                 "an assertion of the script's own data code rejected a row or batch")
     if in_metrics and (exception in _CODE_BUGS or exception == "KeyError"):
         return "code_bug", ["fix_code"], 0.4, f"a {exception} in the evaluation's metric code"
+    between = None if in_data else _between_libraries(exception, frames)  # (data handed through: the data's)
+    if between is not None:
+        return between
     module = _by_module(full_name, frames)
     if module is not None:
         category, fixes, where = module
@@ -416,6 +419,25 @@ _SIGNATURE = re.compile(
 # functions that check arguments or configs before anything runs
 _VALIDATING = re.compile(r"^(?:__post_init__|_?validate\w*|_?check_(?:args|arguments|config|params)\w*|verify_args)$")
 _LIBRARY_ATTRIBUTE = re.compile(r"^'(?!NoneType|str|int|float|list|dict|tuple)[A-Z]\w+' object has no attribute")
+
+
+_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_][\w]*)")
+
+
+def _between_libraries(exception: str, frames: list[dict]):
+    """A TypeError raised by one installed library's API (torch.distributed) when another installed
+    library (DeepSpeed) called it: the two releases no longer agree on what is passed, whatever the
+    raising module's own category would be."""
+    if exception != "TypeError" or len(frames) < 2:
+        return None
+    raised = _PACKAGE.search(str(frames[-1].get("file", "")))
+    caller = _PACKAGE.search(str(frames[-2].get("file", "")))
+    if raised is None or caller is None or raised.group(1) == caller.group(1):
+        return None
+    if not any(not library_file(str(frame.get("file", ""))) for frame in frames):
+        return None  # no frame of the script: nothing says which side the user holds
+    return ("version_mismatch", ["pin_versions", "fix_config"], 0.4,
+            f"a TypeError in {raised.group(1)} when {caller.group(1)} called it: the two releases disagree")
 
 
 def _signature_change(exception: str, message: str, frames: list[dict]):

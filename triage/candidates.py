@@ -65,22 +65,23 @@ def _frame_index(collected: Collected) -> dict[tuple[str, int], Traceback]:
     return index
 
 
+def _chain(tb: Traceback | None, links: int = 21) -> list[Traceback]:
+    """A traceback and the exceptions it re-raised or was raised from, the last raised first."""
+    out = []
+    while tb is not None and len(out) < links:
+        out.append(tb)
+        tb = tb.previous
+    return out
+
+
 def _whole_chain_frames(tb: Traceback) -> list[dict]:
-    """The frames of a traceback and of the exception it re-raised or was raised from."""
-    frames, link, hops = list(tb.frames), tb, 0
-    while link.previous is not None and hops < 20:
-        link, hops = link.previous, hops + 1
-        frames = list(link.frames) + frames
-    return frames
+    """The frames of a traceback and of the exception it re-raised or was raised from, the first cause first."""
+    return [frame for link in reversed(_chain(tb)) for frame in link.frames]
 
 
 def _chain_messages(tb: Traceback | None) -> str:
     """The messages of a traceback and of the exceptions it was raised from (the first cause last)."""
-    messages, hops = [], 0
-    while tb is not None and hops < 20:
-        messages.append(tb.message or "")
-        tb, hops = tb.previous, hops + 1
-    return "\n".join(messages)
+    return "\n".join(link.message or "" for link in _chain(tb, links=20))
 
 
 def candidates(collected: Collected) -> list[Candidate]:

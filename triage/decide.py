@@ -367,8 +367,7 @@ def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Ca
     """A collective times out because some rank stopped calling it. When a rank raised an exception of
     its own (not a communication error, not a wrapper, not itself about the timeout), that exception is
     why the others waited: it is the root, and the timeouts are its cascade."""
-    reporters = {item.rank for item in pool if item.category == "nccl_timeout"}
-    first_report: dict = {}
+    first_report: dict = {}  # each reporting rank's first timeout, in reading order
     for item in pool:
         if item.category == "nccl_timeout":
             first_report[item.rank] = min(first_report.get(item.rank, item.seq), item.seq)
@@ -384,7 +383,7 @@ def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Ca
         and item.weight >= 0.2
         # (a rank that timed out too counts when its own exception came before its timeout: a thread of it
         # died, and the rank then waited for what that thread never delivered)
-        and (item.rank is None or item.rank not in reporters or item.seq < first_report[item.rank])
+        and (item.rank is None or item.seq < first_report.get(item.rank, float("inf")))
     ]
     if not causes:
         return None

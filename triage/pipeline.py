@@ -19,7 +19,7 @@ from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
 from triage.progress import furthest, phase_of_frames
-from triage.rules import DEFAULT_FIXES
+from triage.rules import DEFAULT_FIXES, rereads
 from triage.rules import config as config_rules
 from triage.rules import exceptions as exception_rules
 from triage.sources import open_sources
@@ -92,7 +92,7 @@ def _build(
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
     winner = _reread(verdict.candidate, verdict, command)
-    winner = _local_rank_spelling(_cut_by_a_full_disk(winner, collected), collected)
+    winner = _reread_by_hints(winner, collected)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -166,29 +166,14 @@ def _reread(winner, verdict: Verdict, command: str | None):
     return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
 
 
-_CUT_FILE_RULES = ("model_load.corrupt_checkpoint", "data.truncated_array", "data.json_decode", "data.arrow_invalid")
-
-
-def _local_rank_spelling(winner, collected):
-    """A --local-rank refused by a script whose usage offers --local_rank: the launcher's spelling changed
-    with torch 2.0 (a version), not a launch that passes an argument the script never takes."""
-    if winner is None or winner.rule_id != "versions.unused_cli_args" or winner.category != "config_invalid":
+def _reread_by_hints(winner, collected):
+    """The winner, reinterpreted by a hint line elsewhere in the log (rules/rereads.py)."""
+    if winner is None:
+        return None
+    meant = rereads.reread(winner.rule_id, winner.category, {hit.rule.id for hit in collected.hits})
+    if meant is None:
         return winner
-    if not any(hit.rule.id == "versions.usage_takes_local_rank" for hit in collected.hits):
-        return winner
-    return replace(winner, category="version_mismatch", fixes=["rename_flag", "fix_code", "pin_versions"],
-                   summary="torch 2.x launchers pass --local-rank; the script only takes --local_rank")
-
-
-def _cut_by_a_full_disk(winner, collected):
-    """A checkpoint or data file that reads as cut short, after a warning that the disk was almost full:
-    the file was cut by the full disk, which is the thing to fix."""
-    if winner is None or winner.rule_id not in _CUT_FILE_RULES:
-        return winner
-    if not any(hit.rule.id == "storage.low_disk_warning" for hit in collected.hits):
-        return winner
-    return replace(winner, category="storage", fixes=["free_disk", "fix_path"],
-                   summary="a file written while the disk was almost full (a warning said so) is cut short")
+    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
 
 
 def _launcher(collected, command) -> str:
@@ -310,9 +295,10 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
         kinds.remove("reduce_dataloader_workers")
         kinds.insert(0, "reduce_dataloader_workers")
-    frames = list(winner.traceback.frames) if winner.traceback is not None else []
-    if winner.category == "host_oom" and frames and not exception_rules.library_file(str(frames[-1].get("file", ""))) \
-            and (winner.facts.get("bytes") or (winner.traceback is not None and winner.traceback.exception == "MemoryError")):
+    tb = winner.traceback
+    if winner.category == "host_oom" and tb is not None and tb.frames \
+            and not exception_rules.library_file(str(tb.frames[-1].get("file", ""))) \
+            and (winner.facts.get("bytes") or tb.exception == "MemoryError"):
         # one allocation refused at the script's own line in the main process (a buffer sized by the batch,
         # a dense table): the batch and that line, not the DataLoader workers around it
         kinds = ["reduce_batch_size", "fix_code"] + [kind for kind in kinds if kind not in ("reduce_batch_size", "fix_code")]

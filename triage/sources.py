@@ -45,7 +45,7 @@ class Source:
     node_hint: int | None = None
     local_rank_hint: int | None = None
     is_error_file: bool = False  # torch elastic error.json
-    path: Path | None = None  # set for plain files on disk (lets a faster scanner read them directly)
+    path: Path | None = None  # set for plain files on disk past unwrap.MAX_UNWRAP (a faster scanner reads them)
 
 
 def drain(stream: BinaryIO) -> None:
@@ -78,11 +78,12 @@ def _open_file(path: Path, name: str, limits: Limits, depth: int) -> Iterator[So
                 yield make_source(name, io.BytesIO(b"\n".join(converted) + b"\n"))
                 return
             handle.seek(0)
-            unwrapped = _unwrapped(handle)
-            if unwrapped is not None:  # a console's hard wrapping undone
-                yield make_source(name, io.BytesIO(unwrapped))
+            if os.fstat(handle.fileno()).st_size <= unwrap.MAX_UNWRAP:
+                # a pasted console, read once: with its hard wrapping undone when it shows any (a file this
+                # small never goes to the grep scanner, which wants a path)
+                data = handle.read()
+                yield make_source(name, io.BytesIO(unwrap.unwrap(data) or data))
                 return
-            handle.seek(0)
             source = make_source(name, handle)
             source.path = path
             yield source
@@ -112,16 +113,6 @@ def _export_lines(handle: BinaryIO) -> list[bytes] | None:
             return None
         handle.seek(0)
         return exports.lines(handle.read(), kind)
-    except OSError:
-        return None
-
-
-def _unwrapped(handle: BinaryIO) -> bytes | None:
-    """A small file's text with a console's hard wrapping undone; None when it was not wrapped."""
-    try:
-        if os.fstat(handle.fileno()).st_size > unwrap.MAX_UNWRAP:
-            return None
-        return unwrap.unwrap(handle.read())
     except OSError:
         return None
 

@@ -15,7 +15,6 @@ piece with spaces up to the width shows it too: a line of width W that ends in t
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 MAX_UNWRAP = 4 * 1024 * 1024  # bytes: a pasted console, not a job's full log
 MIN_WIDTH = 79
@@ -24,20 +23,23 @@ _WORDS = re.compile(rb"[A-Za-z]+|\d+")
 _BORDERS = ("|", "+", "\u2502", "\u2503", "\u2551", "\u256d", "\u2570", "\u256e", "\u256f", "\u250c", "\u2514")
 
 
-def wrap_width(lines: list[bytes]) -> int | None:
+def _widths(lines: list[bytes]) -> list[int]:
+    """Each line's width in characters, as a terminal counts them (a trailing \\r not counted)."""
+    return [len(line.rstrip(b"\r").decode("utf-8", "replace")) for line in lines]
+
+
+def wrap_width(lines: list[bytes], widths: list[int] | None = None) -> int | None:
     """The width W a console wrapped these lines at, or None when they were not wrapped."""
-    lengths = Counter()
-    longest = 0
-    for line in lines:
-        size = len(line.rstrip(b"\r").decode("utf-8", "replace"))
-        lengths[size] += 1
-        longest = max(longest, size)
-    if longest < MIN_WIDTH or lengths[longest] < MIN_DISTINCT:
+    widths = _widths(lines) if widths is None else widths
+    longest = max(widths, default=0)
+    if longest < MIN_WIDTH or widths.count(longest) < MIN_DISTINCT:
         return None
     shapes = set()
-    for line in lines:
+    for line, width in zip(lines, widths, strict=True):
+        if width != longest:
+            continue
         text = line.rstrip(b"\r").decode("utf-8", "replace")
-        if len(text) != longest or text.strip().startswith(_BORDERS) or text.rstrip().endswith(_BORDERS):
+        if text.strip().startswith(_BORDERS) or text.rstrip().endswith(_BORDERS):
             continue
         shape = _WORDS.sub(b"a", line.rstrip(b"\r"))
         if len(set(shape.strip())) > 1:  # not a rule of one character
@@ -48,14 +50,15 @@ def wrap_width(lines: list[bytes]) -> int | None:
 def unwrap(data: bytes) -> bytes | None:
     """The text with the console's wrapping undone, or None when it shows no wrapping."""
     lines = data.split(b"\n")
-    width = wrap_width(lines)
+    widths = _widths(lines)
+    width = wrap_width(lines, widths)
     if width is None:
         return None
     out: list[bytes] = []
     carry = b""
-    for line in lines:
+    for line, size in zip(lines, widths, strict=True):
         piece = line.rstrip(b"\r")
-        if len(piece.decode("utf-8", "replace")) == width and not piece.endswith(b"  "):
+        if size == width and not piece.endswith(b"  "):
             carry += piece
             continue
         out.append((carry + piece).rstrip(b" ") if carry else piece)

@@ -1,0 +1,27 @@
+"""A line elsewhere in the log (a hint rule's) that changes what the winning root means.
+
+Each entry: the root rules it applies to, the category those roots must have been given (None: any), the
+hint that must be in the log, and what the root then means (category, fix kinds, summary).
+"""
+
+from __future__ import annotations
+
+REREADS = (
+    # a checkpoint or data file that reads as cut short, after a warning that the disk was almost full
+    (("model_load.corrupt_checkpoint", "data.truncated_array", "data.json_decode", "data.arrow_invalid"), None,
+     "storage.low_disk_warning",
+     ("storage", ("free_disk", "fix_path"), "a file written while the disk was almost full (a warning said so) is cut short")),
+    # a --local-rank refused by a script whose usage offers --local_rank: the launchers' spelling changed
+    # with torch 2.0, not a launch passing an argument the script never takes
+    (("versions.unused_cli_args",), "config_invalid", "versions.usage_takes_local_rank",
+     ("version_mismatch", ("rename_flag", "fix_code", "pin_versions"),
+      "torch 2.x launchers pass --local-rank; the script only takes --local_rank")),
+)
+
+
+def reread(rule_id: str, category: str, hints: set[str]) -> tuple[str, tuple[str, ...], str] | None:
+    """What the root means given the hint rules that matched elsewhere in the log, or None."""
+    for roots, given, hint, meaning in REREADS:
+        if rule_id in roots and given in (None, category) and hint in hints:
+            return meaning
+    return None

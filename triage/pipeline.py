@@ -10,7 +10,7 @@ from pathlib import Path
 from triage import fixes as fix_builders
 from triage import memory as memory_module
 from triage.collect import Collector
-from triage.commandline import launch_shape, node_layout, parse_command, parse_script
+from triage.commandline import launch_shape, node_layout, node_offset, parse_command, parse_script
 from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
@@ -58,7 +58,8 @@ def diagnose(
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out
-    collected.launcher.resolve_ranks()
+    # one node's own launch line: its launcher's local ranks start at that node's first global rank
+    collected.launcher.resolve_ranks(node_offset(parse_command(command)) if command and not layout else 0)
     world_size = _world_size(collected, command_world, default_world)
     verdict = decide(collected, world_size)
     try:

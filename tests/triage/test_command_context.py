@@ -81,6 +81,31 @@ def test_a_second_nodes_log_gets_global_ranks_from_the_per_node_counts(tmp_path)
     assert (result.failing_rank, result.world_size) == (3, 4)
 
 
+@pytest.mark.parametrize("command, offset", [
+    ("torchrun --nnodes 2 --node_rank 1 --nproc_per_node 8 train.py", 8),
+    ("accelerate launch --num_machines 2 --machine_rank 1 --num_processes 16 train.py", 8),
+    ("torchrun --nnodes 3 --node_rank=2 --nproc_per_node=4 train.py", 8),
+    ("torchrun --nnodes 2 --node_rank 0 --nproc_per_node 8 train.py", 0),
+    ("torchrun --nnodes 2 --node_rank $NODE_RANK --nproc_per_node 8 train.py", 0),
+    ("torchrun --nnodes 2 --node_rank 1 train.py", 0),  # no per-node count typed: not guessed
+    ("accelerate launch --num_machines 2 --machine_rank 1 train.py", 0),  # count in a config we lack
+])
+def test_one_nodes_launch_line_says_where_its_local_ranks_start(command, offset):
+    from triage.commandline import node_offset, parse_command
+    assert node_offset(parse_command(command)) == offset
+
+
+def test_the_second_nodes_agent_reporting_a_local_rank_names_the_global_one(tmp_path):
+    # node 1's console, cut before the summary box: the agent only says "local_rank: 2"
+    log = ("[2024-03-02 10:00:01,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+           "(exitcode: 1) local_rank: 2 (pid: 4120) of binary: /usr/bin/python\n")
+    body = "Traceback (most recent call last):\n  File \"/job/fit.py\", line 9, in <module>\n    step()\n" \
+           "FloatingPointError: loss is nan\n"
+    command = "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 4 fit.py"
+    assert _diagnose(tmp_path, body + log, command).failing_rank == 6
+    assert _diagnose(tmp_path, body + log, command.replace("--node_rank 1", "--node_rank 0")).failing_rank == 2
+
+
 ZERO_DIVISION = """\
 Traceback (most recent call last):
   File "/job/fit.py", line 88, in train

@@ -95,6 +95,25 @@ def job_world(cmd: LaunchCommand, ranks_seen: int | None) -> tuple[int | None, s
     return shape.world, shape.how
 
 
+def node_offset(cmd: LaunchCommand) -> int:
+    """The global rank of this node's local rank 0, where one node's launch states its node rank
+    (`torchrun --node_rank 1 --nproc_per_node 8`, `accelerate launch --machine_rank 1 --num_machines 2
+    --num_processes 16`): its launcher reports local ranks, and local rank 3 there is global rank 11."""
+    node = _int(cmd.value("node_rank", "node-rank", "machine_rank", where="launcher"))
+    if not node:
+        return 0
+    shape = launch_shape(cmd)
+    if not shape.stated or not shape.per_node:
+        return 0
+    per_node = shape.per_node
+    if cmd.launcher == "accelerate":  # its --num_processes counts every machine's processes
+        machines = _int(cmd.value("num_machines", where="launcher")) or 1
+        if machines < 2 or per_node % machines:
+            return 0
+        per_node //= machines
+    return node * per_node
+
+
 def node_layout(script) -> dict[int, tuple[int, int]] | None:
     """One torchrun line per node (`--node_rank N`), with their own process counts: {node: (first global
     rank, processes)}. None unless at least two nodes' lines state both."""

@@ -64,8 +64,9 @@ class LauncherFacts:
         if len(self.exits) < 4096:
             self.exits.append(item)
 
-    def resolve_ranks(self) -> None:
-        """local_rank + node -> global rank, where the launcher told us the node layout (DeepSpeed world info)."""
+    def resolve_ranks(self, node_offset: int = 0) -> None:
+        """local_rank + node -> global rank, where the launcher told us the node layout (DeepSpeed world info)
+        or the command is one node's launch with its node rank (``node_offset``: that node's first rank)."""
         slots = self.state.get("node_slots") or []
         offsets, total = {}, 0
         for host, count in slots:
@@ -85,7 +86,7 @@ class LauncherFacts:
                 if item.host in offsets:
                     item.rank = offsets[item.host] + item.local_rank
                 elif not slots or len(slots) == 1:
-                    item.rank = item.local_rank
+                    item.rank = item.local_rank + (node_offset if not slots else 0)
 
     def exit_for(self, rank: int) -> RankExit | None:
         """The most telling exit record of a rank (a real exit code beats a bare mention)."""

@@ -33,6 +33,7 @@ EXTRA_LITERALS = (
     "Signal",
     "signal",
     "Loading checkpoint shards",
+    "Warning: ",  # a Python warning's first line: the lines under it are its text (see _in_warning_text)
     "The above exception",
     "During handling",
     "RemoteTraceback",
@@ -42,6 +43,10 @@ EXTRA_LITERALS = (
     "│",
 )
 _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # c10 logging: [W304 ...] / [W0304
+# Python's warnings module: "path.py:12: SomeWarning: text" then, where the text runs over lines, its
+# further lines unindented, then the warned-about source line indented by two spaces
+_PY_WARNING_HEAD = re.compile(r"\.py:\d+: \w*Warning: ")
+_WARNING_TAIL_LINES = 4
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
@@ -76,6 +81,7 @@ class Collector:
         self.pending_message = None
         self._in_error_file = False
         self._spawn_rank: dict[str, int] = {}
+        self._warning_tail: dict[tuple, int] = {}  # (source, rank) -> lines a warning's text may still run
         self.faults = faultstacks.FaultStacks(self.out.fault_stacks)
         literal_list = (
             list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
@@ -245,10 +251,29 @@ class Collector:
         # a frame and the source line under it are code; a line further from the last frame inside an open
         # traceback is another stream's output interleaved (another rank's error line): the rules read it
         inside_body = was_open and assembler.open and _near_frame(assembler, body)
-        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core)
+        warning_text = self._in_warning_text(source, rank, core)
+        if (source, rank) in self._warning_tail:
+            follow = max(follow, 2)
+        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core, warning_text=warning_text)
         if PHASE_LOADING.search(body) and track is not None and track.phase is None:
             track.phase = "loading"
         return follow
+
+    def _in_warning_text(self, source, rank, core: str) -> bool:
+        """Is this line the second or a later line of a Python warning's text? ("No module named 'x'" under
+        "RuntimeWarning: Failed to read commit hash:" is what was warned about, not an error.)"""
+        key = (source, rank)
+        if _PY_WARNING_HEAD.search(core):
+            self._warning_tail[key] = _WARNING_TAIL_LINES
+            return False
+        left = self._warning_tail.get(key)
+        if left is None:
+            return False
+        if left <= 1 or core[:1].isspace() or not core.strip():
+            del self._warning_tail[key]  # the indented source line (or a blank) ends the warning
+            return False
+        self._warning_tail[key] = left - 1
+        return True
 
     def _bare_exception(self, source, lineno, body, rank, seq, t) -> None:
         parsed = parse_exception_line(body)
@@ -308,7 +333,8 @@ class Collector:
             target.message = (target.message + " " + stripped)[:2000]
         return False
 
-    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False, core=None) -> None:
+    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False, core=None,
+               warning_text: bool = False) -> None:
         """code_only: the line is a frame or a source line inside a traceback; only frame hints apply.
         core: the line without its decorations (timestamps, levels, runner tags); anchored rules read it."""
         out = self.out
@@ -346,8 +372,8 @@ class Collector:
                     facts,
                 )
             )
-        is_warning = bool(line_hits) and "NCCL WARN" not in body and bool(
-            _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body)))
+        is_warning = bool(line_hits) and "NCCL WARN" not in body and (warning_text or bool(
+            _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body))))
         for hit in line_hits:
             hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)
         if cascade:

@@ -38,6 +38,8 @@ _STEPS = [
     _CRI,
     _SYSLOG,
     _CLOCK_STEP,
+    # a month-day stamp without the year: "11-27 21:42:03 " (vLLM's logger: "ERROR 11-27 21:42:03 [core.py:586] ")
+    re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+(?=\S)"),
     # glog: "E1130 10:24:02.118000 140211 file.py:897] "
     re.compile(r"[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s*"),
     # HF logging "[WARNING|file.py:4101] 2024-... >> "

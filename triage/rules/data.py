@@ -214,10 +214,24 @@ RULES = [
         ROOT,
         ["chat_template", "chat template"],
         r"chat_template is not set|[Cc]annot use chat template|no chat template|chat template (?:is not|was not) "
-        r"(?:set|defined)",
+        r"(?:set|defined)|chat_template is (?:null|None|empty)\b",
         ["fix_config"],
         0.85,
         "the tokenizer has no chat template, so the conversations cannot be formatted",
+    ),
+    rule(
+        "data.all_labels_masked",
+        "data_pipeline",
+        ROOT,
+        ["-100", "response key", "response template", "response_template"],
+        # completion-only training masks everything before the response marker; when the marker (written for
+        # another model's chat format) never occurs, every label is -100 and nothing would be learned
+        r"[Aa]ll (?:the )?labels .{0,40}(?:are|is|were) -100|labels? (?:are|is) all -100|"
+        r"[Cc]ould not find response (?:key|template)|response_?template .{0,60}not (?:found|in)",
+        ["fix_config", "fix_data_file"],
+        0.8,
+        "every label is masked (-100): the response marker the masking looks for never occurs in the formatted "
+        "text (a marker written for another model's chat format)",
     ),
     rule(
         "data.map_worker_died",

@@ -189,7 +189,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"json ?decode|decode error|can't decode|parse error|arrow|corrupt|malformed|unterminated|expecting value|"
          r"invalid (?:json|utf|byte|start byte)|cannot identify image|image file is truncated|crc check|"
          r"not a gzip|bad zip|unexpected end of (?:data|file|stream)|ended before the end-of-stream|"
-         r"compressed file ended|ran out of input|truncated (?:file|archive|record|shard)"),
+         r"compressed file ended|ran out of input|truncated (?:file|archive|record|shard)|"
+         r"bad (?:header|magic)\b|(?:invalid|wrong|unexpected|bad) magic(?: number)?"),
         ("data_pipeline", ["fix_data_file", "fix_config"], 0.4,
          r"num_samples=0|empty dataset|dataset is empty|tokeniz|chat.?template|collat|padding|truncation|"
          r"sequence length|max_length|max_seq|dataset|\bsamples?\b"),
@@ -308,6 +309,11 @@ def explain(
         # a chat template's own raise_exception: the conversation does not fit the template's rules
         return ("data_pipeline", ["convert_data_format", "fix_data_file", "fix_config"], 0.55,
                 "a chat template rejected a conversation (TemplateError)")
+    if exception == "UndefinedError" and _TURN_NOT_A_DICT.search(message):
+        # the template walks the conversation's turns and reads turn.role / turn['content']: these turns are
+        # plain strings (or numbers), so the rows are not in the chat format the template expects
+        return ("data_schema", ["convert_data_format", "fix_config"], 0.55,
+                "the conversation's turns are plain values, not {role, content} messages")
     if exception in ("TemplateSyntaxError", "UndefinedError"):
         return "data_pipeline", ["fix_config"], 0.5, f"the chat template itself is broken ({exception})"
     if _CONFIG_CLASS.match(exception):
@@ -361,14 +367,21 @@ def explain(
     ):
         return ("config_invalid", ["fix_config"], 0.45,
                 f"a {exception} raised by an argument check ({frames[-1].get('function')})")
+    refused = _REFUSED_CALL.search(message)
+    if refused and user_frames and f".{refused.group(1)}(" in str(user_frames[-1].get("code", "")):
+        # "Calling `cuda()` is not supported for 4-bit models" and the script's own line is `model.cuda()`:
+        # the script asks the object for something it refuses, whatever the message says about settings
+        return ("code_bug", ["fix_code"], 0.5,
+                f"the script's own line calls {refused.group(1)}(), which this object refuses")
     keyword = _by_keywords(message)
     if keyword is not None:
         category, fixes, weight, words = keyword
         # a bug class raised by the user's own code: words about data, configs or versions in its message
         # ("'dict' object has no attribute 'truncated'") describe the bug's variables, not the cause
         # (NotImplementedError is raised on purpose, to refuse a setting: its words are the cause)
-        weak = (exception in _CODE_BUGS and exception != "NotImplementedError" and raised_in_user_code
-                and category in _SOFT_KEYWORDS)
+        # (an assertion's message is its author's own words about the condition it checks: "bad header")
+        weak = (exception in _CODE_BUGS and exception not in ("NotImplementedError", "AssertionError")
+                and raised_in_user_code and category in _SOFT_KEYWORDS)
         if not weak:
             return category, fixes, weight, f"the message keywords {words!r}"
     if exception == "KeyError" and _ENV_KEY.match(message.strip()) and asked_os:
@@ -416,8 +429,12 @@ _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
 )
+# a library refusing a method call outright: "Calling `cuda()` is not supported for ...", "`.to` is not supported"
+_REFUSED_CALL = re.compile(r"(?:Calling )?`\.?(\w+)(?:\(\))?` is not supported\b")
+# jinja's complaint when a chat template reads a message field from a turn that is not a mapping
+_TURN_NOT_A_DICT = re.compile(r"'(?:str|int|float|list|NoneType|None) object' has no attribute '(?:role|content|from|value)'")
 # functions that check arguments or configs before anything runs
-_VALIDATING = re.compile(r"^(?:__post_init__|_?validate\w*|_?check_(?:args|arguments|config|params)\w*|verify_args)$")
+_VALIDATING = re.compile(r"^(?:__post_init__|_?validate\w*|_?check_(?:args|arguments|config|params)\w*|_?verify_\w*args)$")
 _LIBRARY_ATTRIBUTE = re.compile(r"^'(?!NoneType|str|int|float|list|dict|tuple)[A-Z]\w+' object has no attribute")
 
 

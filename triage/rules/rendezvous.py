@@ -95,4 +95,18 @@ RULES = [
         0.7,
         "the launch arguments disagree about the number of nodes/ranks",
     ),
+    rule(
+        "rendezvous.ray_cluster",
+        "rendezvous",
+        ROOT,
+        ["running Ray instance", "connect to GCS", "GCS server", "Ray cluster"],
+        # Ray's way of forming the job: the driver must find the cluster's head (GCS) before any worker exists
+        r"Could not find any running Ray instance|(?:Failed|Unable) to connect to (?:the )?GCS|"
+        r"GCS server (?:at|address) .{0,80}(?:not|unreachable|timed out|failed)|"
+        r"(?:cannot|could not|unable to) (?:connect to|reach) (?:the |a )?Ray cluster",
+        ["fix_rendezvous"],
+        0.75,
+        "the job's driver could not find the Ray cluster it should join (no Ray head on this node, or the "
+        "wrong address in --address / RAY_ADDRESS)",
+    ),
 ]

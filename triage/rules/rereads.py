@@ -16,6 +16,12 @@ REREADS = (
     (("versions.unused_cli_args",), "config_invalid", "versions.usage_takes_local_rank",
      ("version_mismatch", ("rename_flag", "fix_code", "pin_versions"),
       "torch 2.x launchers pass --local-rank; the script only takes --local_rank")),
+    # an operator "not implemented" (or an extension that fails to load) after the extension said at import
+    # that it was built for another torch/CUDA: the wheels disagree, nothing in the script is wrong
+    (("exception.NotImplementedError", "exception.ImportError", "exception.OSError"), None,
+     "versions.extension_built_for_other_torch",
+     ("version_mismatch", ("pin_versions",),
+      "a compiled extension built for another torch/CUDA has none of its operators on this install")),
 )
 
 

@@ -65,6 +65,20 @@ def _misspelled_choice(text: str, frames: list[dict]):
 
 RULES = [
     rule(
+        "versions.extension_built_for_other_torch",
+        "version_mismatch",
+        HINT,
+        ["was built for", "extensions", "wasn't built with", "wasn't build with", "compiled for"],
+        # a compiled extension (xFormers, flash-attn, apex, bitsandbytes) that says at import time it was built
+        # for another torch/CUDA, or without CUDA: its operators are missing later (triage.rules.rereads)
+        r"(?:was|were) (?:built|compiled) for:? .{0,40}(?:PyTorch|torch|CUDA)|"
+        r"can't load (?:C\+\+/)?CUDA extensions|wasn'?t buil[dt] with CUDA support|"
+        r"(?:PyTorch|torch) [\d.]+\S* .{0,40}\(you have [\d.]+",
+        ["pin_versions"],
+        0.05,
+        "a compiled extension was built for another torch or CUDA than the installed ones",
+    ),
+    rule(
         "versions.usage_takes_local_rank",
         "version_mismatch",
         HINT,

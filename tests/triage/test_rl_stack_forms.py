@@ -1,0 +1,123 @@
+"""Forms and meanings from RL and inference-in-the-loop stacks (Ray drivers, vLLM engines, compiled
+attention extensions) that blind set 16 found: a warning's second line, an inference engine's logger
+around a traceback, a config class's own check, refusals that name the script's call."""
+
+from __future__ import annotations
+
+from triage import diagnose
+
+
+def _run(tmp_path, text: str, command: str | None = None, name: str = "job.log"):
+    log = tmp_path / name
+    log.write_text(text, encoding="utf-8")
+    return diagnose([log], command=command)
+
+
+def _tb(frames: list[tuple[str, str]], last: str, lead: str = "") -> str:
+    lines = [f"{lead}Traceback (most recent call last):"]
+    for where, code in frames:
+        lines += [f"{lead}  {where}", f"{lead}    {code}"]
+    return "\n".join(lines + [f"{lead}{last}"]) + "\n"
+
+
+CONFIG_CHECK = _tb([
+    ('File "/work/rlkit/trainer/main.py", line 40, in main', "engine = build_engine(cfg)"),
+    ('File "/venv/lib/python3.11/site-packages/fastserve/config.py", line 812, in __post_init__', "self._verify_args()"),
+    ('File "/venv/lib/python3.11/site-packages/fastserve/config.py", line 840, in _verify_args', "raise ValueError("),
+], "ValueError: max_batched_tokens (4096) is smaller than max_model_len (6144). Increase max_batched_tokens or "
+   "decrease the maximum sequence length.")
+
+
+def test_the_second_line_of_a_python_warning_is_what_was_warned_about_not_an_error(tmp_path):
+    warning = ("(Worker pid=4411) /venv/lib/python3.11/site-packages/fastserve/about.py:8: RuntimeWarning: "
+               "Failed to read the build hash:\n"
+               "(Worker pid=4411) No module named 'fastserve._build'\n"
+               "(Worker pid=4411)   from fastserve.about import __version__\n")
+    result = _run(tmp_path, warning + CONFIG_CHECK)
+    assert (result.category, result.root_cause.exception) == ("config_invalid", "ValueError")
+    # the same line on its own, with no warning above it, is still an import failure
+    alone = _run(tmp_path, "(Worker pid=4411) No module named 'fastserve._build'\n", name="alone.log")
+    assert alone.category == "version_mismatch"
+
+
+def test_a_config_class_verify_step_raising_valueerror_is_a_setting(tmp_path):
+    assert _run(tmp_path, CONFIG_CHECK).category == "config_invalid"
+
+
+def test_an_inference_engines_logger_lead_does_not_hide_its_traceback(tmp_path):
+    lead = "(RolloutActor pid=9120) ERROR 03-14 05:06:07 [engine.py:588] "
+    text = _tb([
+        ('File "/venv/lib/python3.11/site-packages/fastserve/worker/runner.py", line 2001, in warm_up',
+         "out = self.sampler(logits)"),
+    ], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity "
+       "of 79.19 GiB of which 300.00 MiB is free.", lead=lead)
+    result = _run(tmp_path, lead.replace("ERROR", "INFO") + "KV cache: 8,192 tokens\n" + text)
+    assert (result.category, result.root_cause.exception) == ("gpu_oom", "OutOfMemoryError")
+
+
+def test_no_ray_cluster_to_join_is_the_job_not_forming(tmp_path):
+    text = _tb([
+        ('File "/work/rlkit/trainer/main.py", line 48, in run', "ray.init(address='auto')"),
+        ('File "/venv/lib/python3.11/site-packages/ray/_private/services.py", line 418, in get_address',
+         "raise ConnectionError("),
+    ], "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by "
+       "setting `--address` flag or `RAY_ADDRESS` environment variable.")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("rendezvous", ["fix_rendezvous"])
+
+
+NO_OPERATOR = _tb([
+    ('File "/work/tune/sft.py", line 97, in <module>', "trainer.train()"),
+    ('File "/venv/lib/python3.11/site-packages/fastattn/ops/dispatch.py", line 76, in _pick', "raise NotImplementedError(msg)"),
+], "NotImplementedError: No operator found for `efficient_attention_forward` with inputs:")
+
+
+def test_an_operator_missing_after_the_extension_said_it_was_built_for_another_torch_is_versions(tmp_path):
+    built_for = ("WARNING[FASTATTN]: fastattn can't load C++/CUDA extensions. fastattn was built for:\n"
+                 "    PyTorch 2.5.0+cu124 with CUDA 1204 (you have 2.7.1+cu126)\n")
+    result = _run(tmp_path, built_for + NO_OPERATOR)
+    assert (result.category, result.root_cause.exception) == ("version_mismatch", "NotImplementedError")
+    assert [fix["kind"] for fix in result.fixes][:1] == ["pin_versions"]
+    # without that warning nothing says the install is at fault
+    assert _run(tmp_path, NO_OPERATOR, name="bare.log").category != "version_mismatch"
+
+
+def test_chat_turns_that_are_plain_strings_are_the_datas_format(tmp_path):
+    text = _tb([
+        ('File "/work/rm/prepare.py", line 30, in build', "tokenizer.apply_chat_template(pair['chosen'])"),
+        ('File "<template>", line 4, in top-level template code', "{{ message.role }}"),
+    ], "jinja2.exceptions.UndefinedError: 'str object' has no attribute 'role'")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_schema", ["convert_data_format"])
+    # a template that names a variable nobody passes is the template's own fault
+    other = text.replace("'str object' has no attribute 'role'", "'add_generation_prompt_v2' is undefined")
+    assert _run(tmp_path, other, name="template.log").category == "data_pipeline"
+
+
+def test_a_refused_method_call_on_the_scripts_own_line_is_the_scripts(tmp_path):
+    def refusal(code: str) -> str:
+        return _tb([
+            ('File "/work/qlora/run.py", line 71, in <module>', code),
+            ('File "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 4128, in cuda',
+             "raise ValueError("),
+        ], "ValueError: Calling `cuda()` is not supported for `4-bit` quantized models. Please use the model as it "
+           "is, since the model has already been set to the correct devices.")
+    assert _run(tmp_path, refusal("model = model.cuda()")).category == "code_bug"
+    # the library's own call (from_pretrained moving a model) leaves it a setting
+    assert _run(tmp_path, refusal("model = load(args)"), name="lib.log").category == "config_invalid"
+
+
+def test_an_assertions_own_words_about_a_file_header_say_the_file_is_bad(tmp_path):
+    text = _tb([
+        ('File "/work/lm-pretrain/data/indexed.py", line 414, in __init__', "self.index = IndexReader(path)"),
+        ('File "/work/lm-pretrain/data/indexed.py", line 256, in __init__',
+         'assert header == INDEX_HEADER, f"bad header, cannot read: {path}"'),
+    ], "AssertionError: bad header, cannot read: /corpora/web/web_text_document.idx", lead="[rank0]: ")
+    assert _run(tmp_path, text).category == "data_corrupt"
+
+
+def test_every_label_masked_asks_for_the_response_marker_setting_first(tmp_path):
+    text = _tb([('File "/work/tune/sft.py", line 88, in <module>', "trainer.train()")],
+               "ValueError: TinyTune: All labels in your dataset are -100. Training losses will be all 0.")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_pipeline", ["fix_config"])

@@ -47,6 +47,8 @@ OWN_SETS = {
     "cpu_blind8": ROOT / "tests" / "fixtures" / "cpu_blind8",
     "cpu_blind9": ROOT / "tests" / "fixtures" / "cpu_blind9",
     "cpu_blind11": ROOT / "tests" / "fixtures" / "cpu_blind11",
+    "blind16": ROOT / "tests" / "triage" / "fixtures" / "blind16",
+    "blind17": ROOT / "tests" / "triage" / "fixtures" / "blind17",
 }
 
 

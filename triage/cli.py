@@ -31,19 +31,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def diagnose_arguments(args: argparse.Namespace):
+    """The diagnosis that ``diagnose`` prints for parsed arguments (raises UnusableInput, OSError)."""
+    from triage.inputs import read_text
+    from triage.pipeline import diagnose
+
+    command = args.command
+    if args.command_file:
+        command = read_text(args.command_file, "command file").strip()
+    return diagnose(args.paths, command=command, config_paths=args.config, data_path=args.data)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.action == "convert-data":
         return convert_data.run(args)
-    from triage.inputs import read_text
-    from triage.pipeline import diagnose
     from triage.report import human_report
 
     try:
-        command = args.command
-        if args.command_file:
-            command = read_text(args.command_file, "command file").strip()
-        result = diagnose(args.paths, command=command, config_paths=args.config, data_path=args.data)
+        result = diagnose_arguments(args)
     except UnusableInput as exc:
         sys.stderr.write(f"triage: {str(exc).splitlines()[0] if str(exc) else 'unusable input'}\n")
         return 2

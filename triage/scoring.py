@@ -15,7 +15,8 @@ fresh process, exactly as a scheduler would, and the printed JSON is compared wi
 
 ``exception`` and ``message`` are not scored where the label says the exception line was cut from
 the log (``"evidence_in_log": false``). A case whose run crashes or prints no JSON scores as an
-empty diagnosis.
+empty diagnosis. ``in_process=True`` diagnoses each case in this process through the same argument
+handling as the command (the test suite's way: the same answers without a process start per case).
 
     python -m triage.scoring CORPUS_DIR [--python PY] [--cwd DIR] [--jobs N] [--verbose] [--check]
 """
@@ -167,8 +168,23 @@ def diagnose_case(case: Path, *, python: str = sys.executable, cwd: Path | str |
     return diagnosis, None
 
 
+def diagnose_in_process(case: Path) -> tuple[dict, str | None]:
+    """What ``diagnose_case`` prints, computed here: the command's own argument handling, then the engine."""
+    from triage.cli import build_parser, diagnose_arguments
+    from triage.errors import UnusableInput
+
+    try:
+        args = build_parser().parse_args(["diagnose", "--json", *case_arguments(case.resolve())])
+    except SystemExit as exc:  # the command would exit here too (no log to read): no diagnosis
+        return {}, f"exit {exc.code}: the arguments were refused"
+    try:
+        return json.loads(json.dumps(diagnose_arguments(args).to_dict(), ensure_ascii=False)), None
+    except (UnusableInput, OSError, MemoryError) as exc:
+        return {}, f"unusable input: {exc}"
+
+
 def score_corpus(corpus: Path | str, *, python: str = sys.executable, cwd: Path | str | None = None,
-                 timeout: float = 60, jobs: int = 1) -> Score:
+                 timeout: float = 60, jobs: int = 1, in_process: bool = False) -> Score:
     """Diagnose and mark every case under ``corpus``, ``jobs`` processes at a time.
 
     ``cwd`` is where ``-m triage`` is looked up first: another implementation (a baseline) is
@@ -178,12 +194,15 @@ def score_corpus(corpus: Path | str, *, python: str = sys.executable, cwd: Path 
     def one(case: Path) -> tuple[CaseResult, float]:
         truth = json.loads((case / "truth.json").read_text(encoding="utf-8"))
         started = time.perf_counter()
-        diagnosis, error = diagnose_case(case, python=python, cwd=cwd, timeout=timeout)
+        if in_process:
+            diagnosis, error = diagnose_in_process(case)
+        else:
+            diagnosis, error = diagnose_case(case, python=python, cwd=cwd, timeout=timeout)
         elapsed = time.perf_counter() - started
         return CaseResult(case.name, mark_case(truth, diagnosis), truth, diagnosis, error), elapsed
 
     score = Score(corpus=str(corpus))
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads only wait on processes
+    with ThreadPoolExecutor(max_workers=1 if in_process else max(1, jobs)) as pool:  # threads only wait on processes
         for result, elapsed in pool.map(one, find_cases(corpus)):
             score.results.append(result)
             score.slowest_s = max(score.slowest_s, elapsed)

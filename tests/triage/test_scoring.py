@@ -84,3 +84,21 @@ def test_it_scores_a_set_through_the_real_cli_and_reports_marks_below_the_bar(tm
 def test_it_counts_a_set_without_cases_below_every_bar():
     assert set(Score(corpus="nowhere").below(BARS)) == set(BARS)
     assert not Score("one", [CaseResult("a", {"category": True}, {"category": "x"}, {})]).below(BARS)
+
+
+def test_in_process_scoring_gives_the_same_diagnoses_as_the_command(tmp_path):
+    # one case with a log folder, a command file and a config; one with nothing usable (an error in both)
+    case = tmp_path / "tree"
+    write(case / "logs" / "attempt_0" / "1" / "stderr.log",
+          "Traceback (most recent call last):\n  File \"/job/train.py\", line 9, in <module>\n"
+          "    row['conversations']\nKeyError: 'conversations'\n")
+    write(case / "command.txt", "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 4 train.py --config cfg.json")
+    write(case / "config.json", json.dumps({"per_device_train_batch_size": 4}))
+    write(case / "truth.json", json.dumps(TRUTH))
+    write(tmp_path / "empty" / "truth.json", json.dumps({"category": "storage"}))
+    by_process = score_corpus(tmp_path, cwd=ROOT)
+    here = score_corpus(tmp_path, in_process=True)
+    assert [r.diagnosis for r in here.results] == [r.diagnosis for r in by_process.results]
+    assert [r.marks for r in here.results] == [r.marks for r in by_process.results]
+    assert here.results[1].diagnosis["category"] == "data_schema"
+    assert bool(here.results[0].error) and bool(by_process.results[0].error)

@@ -155,6 +155,11 @@ def _timeout_culprit(
         stalled = _oldest_progress(collected, silent)
         if stalled is not None:
             return stalled, "of the ranks that did not report the timeout, its last progress is the oldest"
+        if len(reporters) == 1 and "atchdog" in winner.text:  # NCCL's watchdog, not a gloo wait timing out
+            # nothing tells the silent ranks apart: the launcher took them down when the one watchdog that
+            # fired ended its process; that rank is the first failure the log shows
+            return reporters[0], ("the only rank whose watchdog fired; the launcher stopped the others before "
+                                  "theirs did")
         return None, "several ranks did not report the timeout; any of them may have stalled"
     if len(reporters) == 1:
         return reporters[0], "the only rank whose watchdog reported the timeout"

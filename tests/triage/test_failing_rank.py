@@ -146,6 +146,20 @@ def test_it_names_the_one_rank_missing_from_the_timeout_reports(tmp_path):
     assert result.failing_rank == 3
 
 
+def test_one_watchdog_firing_among_four_silent_ranks_is_the_first_failure_shown(tmp_path):
+    # the launcher killed the others when that one process aborted: nothing else tells them apart
+    log = ("[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, "
+           "OpType=ALLGATHER, Timeout(ms)=1800000) ran for 1800412 milliseconds before timing out.\n"
+           "terminate called after throwing an instance of 'std::runtime_error'\n")
+    result = diagnose([write(tmp_path / "one.log", log)], command="torchrun --nproc_per_node 4 t.py")
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 2)
+    # a gloo wait timing out on one rank is that rank waiting on a stalled peer: no guess
+    gloo = ("[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+            "20000ms for recv operation to complete\n")
+    other = diagnose([write(tmp_path / "gloo.log", gloo)], command="torchrun --nproc_per_node 4 t.py")
+    assert other.failing_rank is None
+
+
 def test_it_does_not_guess_when_every_rank_reports_the_timeout(tmp_path):
     lines = [
         f"[rank{rank}]:[E ProcessGroupNCCL.cpp:737] [Rank {rank}] Watchdog caught collective operation timeout: "

@@ -63,6 +63,15 @@ def test_ragged_rows_stacked_by_the_script_are_the_datas(tmp_path, frames, categ
     assert result.category == category and result.fixes[0]["kind"] == first_fix
 
 
+def test_a_collator_stacking_labels_it_never_padded_offers_the_code_fix_too(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(_trace([("/work/ft/run.py", "main"), ("/work/ft/collate.py", "pad_batch"),
+                           (f"{SITE}/transformers/tokenization_utils_base.py", "convert_to_tensors")],
+                          "ValueError: expected sequence of length 10 at dim 1 (got 5)"))
+    kinds = [fix["kind"] for fix in diagnose([log]).fixes]
+    assert kinds[:2] == ["fix_config", "fix_code"]
+
+
 @pytest.mark.parametrize("frames, last, category", [
     # a library refusing a config file's keys / a scheduler setting: the config's
     ([("/work/ft/run.py", "main"), (f"{SITE}/accelerate/commands/config/config_args.py", "from_yaml_file")],

@@ -121,3 +121,13 @@ def test_every_label_masked_asks_for_the_response_marker_setting_first(tmp_path)
                "ValueError: TinyTune: All labels in your dataset are -100. Training losses will be all 0.")
     result = _run(tmp_path, text)
     assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_pipeline", ["fix_config"])
+
+
+def test_accelerates_own_port_check_is_a_port_in_use(tmp_path):
+    text = _tb([('File "/venv/lib/python3.11/site-packages/accelerate/commands/launch.py", line 980, in launch',
+                 "raise ConnectionError(")],
+               "ConnectionError: Tried to launch distributed communication on port `29718`, but another process is "
+               "utilizing it. Please specify a different port (such as using the `--main_process_port` flag or "
+               "specifying a different `main_process_port` in your config file) and rerun your script.")
+    result = _run(tmp_path, text)
+    assert (result.category, result.facts.get("port")) == ("rendezvous", 29718)

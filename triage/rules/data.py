@@ -276,7 +276,9 @@ RULES = [
         ROOT,
         ["activate truncation", "expected sequence of length", "text input must be of type"],
         r"activate truncation and/or padding|expected sequence of length \d+|text input must be of type",
-        ["fix_config"],
+        # the tokenizer call's or collator's padding setting, or the team's own collator that stacks a field
+        # (labels) it never pads
+        ["fix_config", "fix_code"],
         0.75,
         "the tokenizer/collator cannot batch the samples (padding or truncation)",
         within=_ragged_rows,

@@ -8,7 +8,7 @@ from triage.rules import ROOT, rule
 
 
 def _port(match: re.Match) -> dict:
-    found = re.search(r"(?:port|PORT)[: =]+(\d{2,5})|:(\d{2,5})\b", match.string)
+    found = re.search(r"(?:port|PORT)[: =`]+(\d{2,5})|:(\d{2,5})\b", match.string)
     return {"port": int(found.group(1) or found.group(2))} if found else {}
 
 
@@ -17,8 +17,9 @@ RULES = [
         "rendezvous.port_in_use",
         "rendezvous",
         ROOT,
-        ["EADDRINUSE", "Address already in use", "address already in use"],
-        r"EADDRINUSE|[Aa]ddress already in use",
+        ["EADDRINUSE", "Address already in use", "address already in use", "another process is utili"],
+        # (accelerate checks the port itself: "... on port `29500`, but another process is utilizing it")
+        r"EADDRINUSE|[Aa]ddress already in use|port `?\d+`?, but another process is utili[sz]ing it",
         ["fix_rendezvous"],
         0.9,
         "the rendezvous port (MASTER_PORT) is already taken by another process",

@@ -49,6 +49,7 @@ OWN_SETS = {
     "cpu_blind11": ROOT / "tests" / "fixtures" / "cpu_blind11",
     "blind16": ROOT / "tests" / "triage" / "fixtures" / "blind16",
     "blind17": ROOT / "tests" / "triage" / "fixtures" / "blind17",
+    "cpu_blind12": ROOT / "tests" / "fixtures" / "cpu_blind12",
 }
 
 

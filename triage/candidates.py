@@ -384,6 +384,25 @@ _FALLBACK_PAIRS = {("ArrowInvalid", "JSONDecodeError"), ("ArrowTypeError", "JSON
                    ("ArrowInvalid", "ValueError"), ("ArrowTypeError", "ValueError")}
 
 
+# the Hub client's lookup errors: a loader (transformers' cached_file, peft's config lookup) catches them and,
+# in the handler, raises its own OSError/ValueError naming the file or repo that is missing
+_HUB_PROBES = {"LocalEntryNotFoundError", "EntryNotFoundError", "HFValidationError", "OfflineModeIsEnabled",
+               "RepositoryNotFoundError", "RevisionNotFoundError"}
+
+
+def _loader_account(tb: Traceback) -> bool:
+    """Raised in the handler of a Hub lookup's miss, by the loader that made the lookup."""
+    return (tb.while_handling and tb.previous is not None and tb.previous.exception in _HUB_PROBES
+            and tb.exception in ("OSError", "ValueError", "EnvironmentError"))
+
+
+def loader_account_of(tracebacks: list[Traceback], origin: Traceback) -> Traceback | None:
+    """The loader's own exception raised while handling the Hub lookup miss that ``origin`` began, if any."""
+    if origin.exception not in _HUB_PROBES:
+        return None
+    return next((tb for tb in tracebacks if _loader_account(tb) and origin in _chain(tb.previous)), None)
+
+
 def _origin(tb: Traceback) -> Traceback:
     """The exception a chain started from. Walking inward from the exception that ended the process,
     stop at a fallback pair (datasets reads JSON with pyarrow first; the json module is only its fallback);
@@ -394,6 +413,8 @@ def _origin(tb: Traceback) -> Traceback:
     while chain[-1].previous is not None and chain[-1].chained_to_previous and len(chain) < 20:
         if (chain[-1].exception, chain[-1].previous.exception) in _FALLBACK_PAIRS:
             break
+        if _loader_account(chain[-1]):
+            break  # a loader caught the Hub lookup's miss and raised its own account of what is missing
         chain.append(chain[-1].previous)
     for link in reversed(chain):
         if link.exception not in _GENERIC_CAUSES:

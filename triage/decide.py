@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from triage.attribution import first_failing_rank, rank_without_verdict
-from triage.candidates import _WRAPPERS, Candidate, _origin, bare_traceback, candidates
+from triage.candidates import _WRAPPERS, Candidate, _origin, bare_traceback, candidates, loader_account_of
 from triage.collected import Collected
 from triage.rules import code as code_rules
 from triage.rules import exceptions
@@ -180,9 +180,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
                 winner.traceback, failing_rank = surfaced[0], surfaced[0].rank
                 reason = "the only rank whose CUDA call failed when the GPU fault was logged"
     root_tb = _origin(winner.traceback) if winner.traceback is not None else None
+    account = loader_account_of(collected.tracebacks, root_tb) if root_tb is not None else None
+    if account is not None:
+        root_tb = account
     exception, message = _exception(winner, root_tb)
     matched = winner.traceback
-    if root_tb is not None and matched is not None and matched is not root_tb and matched.exception:
+    if account is not None and matched is not None and matched is not account and matched.exception:
+        message = f"{message} (while handling {matched.exception}: {matched.message})"
+    elif root_tb is not None and matched is not None and matched is not root_tb and matched.exception:
         # keep the chain readable: the origin first, then what the matching exception said about it
         message = f"{message} (then {matched.exception}: {matched.message})"
     elif root_tb is not None:

@@ -99,6 +99,7 @@ class Traceback:
     exc_line: int | None = None
     exc_text: str = ""
     chained_to_previous: bool = False  # an exception raised while handling / because of the previous one
+    while_handling: bool = False  # chained by "During handling ..." (raised in an except block, not `from` it)
     remote: bool = False
     seq: int = 0
     t: float | None = None
@@ -176,6 +177,7 @@ class TracebackAssembler:
         self.source, self.rank, self.sink = source, rank, sink
         self.current: Traceback | None = None
         self.pending_chain = False
+        self.pending_handling = False
         self.pending_remote = False
         self.last_finished: Traceback | None = None
         self.on_open = None  # called with this assembler when a header line opens a traceback (Assemblers)
@@ -195,15 +197,17 @@ class TracebackAssembler:
                 seq=seq,
                 t=t,
                 chained_to_previous=self.pending_chain,
+                while_handling=self.pending_chain and self.pending_handling,
                 remote=self.pending_remote,
             )
-            self.pending_chain = self.pending_remote = False
+            self.pending_chain = self.pending_handling = self.pending_remote = False
             if self.on_open is not None:
                 self.on_open(self)
             return None
         if _CHAIN_CAUSE in text or _CHAIN_DURING in text:
             self._abandon()
             self.pending_chain = True
+            self.pending_handling = _CHAIN_DURING in text
             return None
         if "RemoteTraceback" in text:
             self.pending_remote = True
@@ -219,9 +223,10 @@ class TracebackAssembler:
                 seq=seq,
                 t=t,
                 chained_to_previous=self.pending_chain,
+                while_handling=self.pending_chain and self.pending_handling,
                 remote=self.pending_remote,
             )
-            self.pending_chain = self.pending_remote = False
+            self.pending_chain = self.pending_handling = self.pending_remote = False
         current.lines_seen += 1
         if current.lines_seen > MAX_BODY:
             self._abandon()

@@ -60,6 +60,8 @@ SETS = [
     FIXTURES / "blind16",
     # a seventeenth blind set (28 multi-rank logs as users post them), scored once (81% rank), then tuned on
     FIXTURES / "blind17",
+    # a twelfth set of 18 real CPU runs (launchers and trainers across the taxonomy), scored once, then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind12",
 ]
 
 

@@ -131,3 +131,26 @@ def test_accelerates_own_port_check_is_a_port_in_use(tmp_path):
                "specifying a different `main_process_port` in your config file) and rerun your script.")
     result = _run(tmp_path, text)
     assert (result.category, result.facts.get("port")) == ("rendezvous", 29718)
+
+
+def _hub_chain(joiner: str) -> str:
+    inner = _tb([('File "/venv/lib/python3.11/site-packages/huggingface_hub/utils/_validators.py", line 154, '
+                  'in validate_repo_id', "raise HFValidationError(")],
+                "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+                "'namespace/repo_name': '/shared/models/Qwen2.5-7B-Instuct'.", lead="[rank1]: ")
+    outer = _tb([('File "/work/tune/sft.py", line 30, in <module>', "model = AutoModelForCausalLM.from_pretrained(p)"),
+                 ('File "/venv/lib/python3.11/site-packages/transformers/utils/hub.py", line 469, in cached_files',
+                  "raise OSError(")],
+                "OSError: Incorrect path_or_model_id: '/shared/models/Qwen2.5-7B-Instuct'. Please provide either "
+                "the path to a local folder or the repo_id of a model on the Hub.", lead="[rank1]: ")
+    return inner + f"[rank1]: \n[rank1]: {joiner}\n[rank1]: \n" + outer
+
+
+def test_a_loaders_own_error_raised_while_handling_a_hub_lookup_miss_is_the_root(tmp_path):
+    result = _run(tmp_path, _hub_chain("During handling of the above exception, another exception occurred:"))
+    assert (result.category, result.root_cause.exception) == ("model_load", "OSError")
+    assert "while handling HFValidationError" in result.root_cause.message
+    # raised `from` the miss, the chain keeps its origin
+    caused = _run(tmp_path, _hub_chain("The above exception was the direct cause of the following exception:"),
+                  name="cause.log")
+    assert caused.root_cause.exception == "HFValidationError"

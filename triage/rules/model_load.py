@@ -17,6 +17,25 @@ def _names_differ(text: str, frames: list[dict]):
             "or under a wrapper's prefix (`module.`, `_orig_mod.`), or the path points at another checkpoint")
 
 
+_SHAPES = re.compile(r"shape torch\.Size\(\[(\d+)[^\]]*\]\) from checkpoint, the shape in current model is "
+                     r"torch\.Size\(\[(\d+)")
+
+
+def _sharded_rows(text: str, frames: list[dict]):
+    """Embedding rows a whole multiple apart (50304 vs 25152) are not added tokens: the checkpoint was saved
+    with another tensor-parallel size (each rank holds 1/TP of the vocabulary), a setting to match."""
+    found = _SHAPES.search(text)
+    if not found:
+        return None
+    saved, current = int(found.group(1)), int(found.group(2))
+    big, small = max(saved, current), min(saved, current)
+    if small == 0 or big == small or big % small or big // small not in (2, 4, 8, 16):
+        return None
+    return ("model_load", ("fix_config", "fix_path"),
+            f"the checkpoint's embedding rows ({saved}) are {big // small}x the model's ({current}): it was saved "
+            "with another tensor-parallel size; set the same parallel sizes or reshard the checkpoint first")
+
+
 def _weights_only_default(text: str, frames: list[dict]):
     """torch >= 2.6 loads with weights_only=True by default and refuses any pickled class it was not told
     to allow: a readable file that an older torch loaded, refused by a newer one."""
@@ -125,10 +144,11 @@ RULES = [
         ["size mismatch for"],
         r"size mismatch for [\w.]*(?:embed_tokens|word_embeddings|wte|embed_in|embed_out|lm_head|shared|"
         r"output_layer|output)\.(?:[\w.]*\.)?weight",
-        ["fix_code", "fix_path"],
+        ["fix_code", "fix_config", "fix_path"],
         0.95,  # more specific than the "Error(s) in loading state_dict" line it continues
         "the checkpoint's embeddings have another vocabulary size than the model: tokens were added when it "
         "was trained, so resize the model's token embeddings to the tokenizer before loading it",
+        within=_sharded_rows,
     ),
     rule(
         "model_load.adapter_missing",

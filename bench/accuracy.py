@@ -50,6 +50,7 @@ OWN_SETS = {
     "blind16": ROOT / "tests" / "triage" / "fixtures" / "blind16",
     "blind17": ROOT / "tests" / "triage" / "fixtures" / "blind17",
     "cpu_blind12": ROOT / "tests" / "fixtures" / "cpu_blind12",
+    "blind18": ROOT / "tests" / "triage" / "fixtures" / "blind18",
 }
 
 

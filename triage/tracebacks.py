@@ -16,6 +16,7 @@ _FRAME = re.compile(r'File "([^"]{1,500})", line (\d+)(?:, in ([^\s│]{1,200}))
 _IPY_FRAME = re.compile(r"^\s*File (\S{1,500}?\.pyx?):(\d+), in ([\w.<>]{1,200})")
 _IPY_CELL = re.compile(r"^\s*Cell In ?\[(\d+)\], line (\d+)")
 _IPY_OLD = re.compile(r"^\s*(\S{1,500}\.pyx?) in ([\w.<>]{1,200})\(")
+_IPY_CONTEXT = re.compile(r"^\s*(?:-*>\s*)?\d{1,6}(?: |$)|^\s*\(\.\.\.\)\s*$")
 _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,200}))?")
 _EXC = re.compile(
     r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
@@ -129,6 +130,9 @@ def parse_bare_exception(text: str) -> tuple[str, str, str] | None:
     return parsed
 
 
+_PROGRESS_MESSAGE = re.compile(r"\s*\d{1,3}%\s*\||\s*\d+(?:\.\d+)?(?:it|ex|examples|ba)?/s\b|\s*\d+/\d+ \[")
+
+
 def parse_exception_line(text: str) -> tuple[str, str, str] | None:
     """('KeyError', 'builtins.KeyError', "'x'") for an exception line, else None."""
     stripped = text.strip().strip("│").strip()
@@ -147,6 +151,8 @@ def parse_exception_line(text: str) -> tuple[str, str, str] | None:
         return None
     if match.group(2) is None and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration)$", short):
         return None
+    if _PROGRESS_MESSAGE.match(message) and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration)$", short):
+        return None  # "Map: 100%|####| 48211/48211 [...]": a progress bar's label, not an exception
     return short, full, message
 
 
@@ -232,6 +238,8 @@ class TracebackAssembler:
             self._abandon()
             return None
         frame = parse_frame(text)
+        if frame is None and _IPY_CONTEXT.match(text) and current.frames:
+            return None  # IPython quotes numbered source lines around each frame ("   2121 ...", "-> 2123 ...")
         if frame is None:
             current.since_frame += 1
             if current.since_frame == 1 and current.frames and "code" not in current.frames[-1]:

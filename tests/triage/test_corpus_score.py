@@ -62,6 +62,8 @@ SETS = [
     FIXTURES / "blind17",
     # a twelfth set of 18 real CPU runs (launchers and trainers across the taxonomy), scored once, then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind12",
+    # an eighteenth blind set (27 forms of the most common failures in public threads), scored once (70% category)
+    FIXTURES / "blind18",
 ]
 
 

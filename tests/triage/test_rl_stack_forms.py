@@ -154,3 +154,73 @@ def test_a_loaders_own_error_raised_while_handling_a_hub_lookup_miss_is_the_root
     caused = _run(tmp_path, _hub_chain("The above exception was the direct cause of the following exception:"),
                   name="cause.log")
     assert caused.root_cause.exception == "HFValidationError"
+
+
+# ---- forms blind set 18 found (public threads of the most common failures) ----------------------------
+
+def test_numpy_2_under_packages_built_for_1_is_versions_and_a_progress_label_is_no_exception(tmp_path):
+    text = ("Map: 100%|##########| 48211/48211 [00:11<00:00, 4310.77 examples/s]\n"
+            + _tb([('File "/venv/lib/python3.10/site-packages/transformers/trainer_pt_utils.py", line 180, '
+                    'in nested_numpify', "return t.numpy()")], "RuntimeError: Numpy is not available"))
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception) == ("version_mismatch", "RuntimeError")
+
+
+def test_a_gradient_norm_gone_nan_in_the_trainers_log_is_numerical(tmp_path):
+    lines = "".join(f"{{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': {e / 100}}}\n"
+                    for e in range(10, 14))
+    result = _run(tmp_path, "{'loss': 1.84, 'grad_norm': 3.22, 'learning_rate': 0.00016, 'epoch': 0.08}\n" + lines)
+    assert result.category == "numerical"
+    # a finite norm is training going on
+    assert _run(tmp_path, "{'loss': 1.84, 'grad_norm': 3.22}\n", name="fine.log").category == "unknown"
+
+
+def test_a_notebook_kernel_dying_while_loading_is_host_memory(tmp_path):
+    text = ("Loading checkpoint shards:  33%|###       | 1/3 [00:41<01:22, 41.12s/it]\n"
+            "The Kernel crashed while executing code in the current cell or a previous cell.\n")
+    assert _run(tmp_path, text).category == "host_oom"
+
+
+def test_a_tokenizer_file_from_a_newer_tokenizers_release_is_the_models_load(tmp_path):
+    text = _tb([('File "/venv/lib/python3.10/site-packages/transformers/tokenization_utils_fast.py", line 111, '
+                 'in __init__', "fast_tokenizer = TokenizerFast.from_file(fast_tokenizer_file)")],
+               "Exception: data did not match any variant of untagged enum ModelWrapper at line 757479 column 3")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("model_load", ["pin_versions"])
+
+
+def test_a_models_forward_refusing_the_trainers_labels_is_the_teams_model(tmp_path):
+    text = _tb([('File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1747, in _call_impl',
+                 "return forward_call(*args, **kwargs)")],
+               "TypeError: PooledRegressor.forward() got an unexpected keyword argument 'labels'")
+    assert _run(tmp_path, text).category == "code_bug"
+    # a keyword a library release dropped stays a version change
+    other = text.replace("PooledRegressor.forward()", "Trainer.__init__()").replace("'labels'", "'tokenizer'")
+    assert _run(tmp_path, other, name="lib.log").category == "version_mismatch"
+
+
+def test_a_type_missing_from_a_config_registry_is_the_config(tmp_path):
+    text = _tb([('File "/venv/lib/python3.10/site-packages/mmengine/registry/build_functions.py", line 100, '
+                 'in build_from_cfg', "raise KeyError(")],
+               "KeyError: 'WeldSeamDataset is not in the mmdet::dataset registry. Please check whether the value of "
+               "`WeldSeamDataset` is correct or it was registered as expected.'")
+    assert _run(tmp_path, text).category == "config_invalid"
+
+
+def test_a_stale_nfs_handle_asks_for_the_mount_first_not_space(tmp_path):
+    text = _tb([('File "/work/seg/train.py", line 80, in resume', "state = torch.load(ckpt)")],
+               "OSError: [Errno 116] Stale file handle")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("storage", ["fix_path"])
+
+
+def test_an_ipython_traceback_with_long_source_context_keeps_its_frames(tmp_path):
+    context = "".join(f"   {n} x = step({n})\n" for n in range(2110, 2123))
+    text = ("TypeError                                 Traceback (most recent call last)\n"
+            "Cell In[14], line 12\n---> 12 trainer.train()\n\n"
+            "File /venv/lib/python3.11/site-packages/transformers/trainer.py:2123, in Trainer.train(self)\n"
+            + context + "-> 2123     return inner_training_loop(\n\n"
+            "TypeError: PooledRegressor.forward() got an unexpected keyword argument 'labels'\n")
+    result = _run(tmp_path, text)
+    assert result.root_cause.exception == "TypeError"
+    assert any("trainer.py" in str(frame.get("file", "")) for frame in result.root_cause.frames)

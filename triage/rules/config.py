@@ -8,6 +8,20 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.registry_missing",
+        "config_invalid",
+        ROOT,
+        ["registry"],
+        # registry-built configs (mmengine, detectron2-style, fairseq): the config names a type that was never
+        # registered, a misspelt name or a custom module the config's custom_imports does not import
+        r"is not in the [\w:.]+ registry|not registered in (?:the )?[\w:.]+ registry|"
+        r"No object named '\w+' found in '\w+' registry",
+        ["fix_config"],
+        0.8,
+        "the config names a type its registry does not hold: a misspelt type, or a custom module that is never "
+        "imported (add it to the config's custom imports)",
+    ),
+    rule(
         "config.no_nccl_build",
         "config_invalid",
         ROOT,

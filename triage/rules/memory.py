@@ -116,4 +116,19 @@ RULES = [
         0.45,
         "a process was killed (SIGKILL), most often by the host's OOM killer",
     ),
+    rule(
+        "memory.notebook_kernel_died",
+        "host_oom",
+        ROOT,
+        ["Kernel crashed", "kernel process died", "kernel appears to have died", "Kernel Restarting",
+         "kernel died"],
+        # a notebook's kernel process vanishing without a Python error: the host's OOM killer, almost always
+        # while a model is loaded or moved (Jupyter, VS Code's Jupyter, Colab and Kaggle print these)
+        r"The Kernel crashed while executing code|kernel process died|[Tt]he kernel appears to have died|"
+        r"Kernel Restarting|[Kk]ernel died(?: unexpectedly)?",
+        ["fix_config", "reduce_batch_size"],
+        0.5,
+        "the notebook's kernel process died without a Python error: most often the host ran out of RAM (the "
+        "OOM killer), e.g. while a model's weights were loaded in full precision",
+    ),
 ]

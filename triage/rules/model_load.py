@@ -151,6 +151,19 @@ RULES = [
         within=_sharded_rows,
     ),
     rule(
+        "model_load.tokenizer_file_newer",
+        "model_load",
+        ROOT,
+        ["untagged enum"],
+        # the Rust tokenizers library reading a tokenizer.json whose model section a newer release wrote
+        r"did not match any variant of untagged enum (?:ModelWrapper|PreTokenizerWrapper|NormalizerWrapper|"
+        r"DecoderWrapper|PostProcessorWrapper)",
+        ["pin_versions", "fix_path"],
+        0.85,
+        "the model's tokenizer.json was written by a newer `tokenizers` release than the installed one: "
+        "upgrade tokenizers (and transformers with it)",
+    ),
+    rule(
         "model_load.adapter_missing",
         "model_load",
         ROOT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from triage.rules import HINT, ROOT, rule
+from triage.rules.exceptions import library_file
 
 
 def _timeout(match: re.Match) -> dict:
@@ -19,6 +20,17 @@ def _timeout(match: re.Match) -> dict:
     if seq:
         out["seq_num"] = int(seq.group(1))
     return out
+
+
+def _own_script_places_devices(text: str, frames: list[dict]):
+    """Two ranks on one GPU from the team's own script (it builds the process group or DDP itself): it never
+    called torch.cuda.set_device(local_rank), so every rank uses GPU 0. Inside a framework, its release or
+    its device settings place the ranks."""
+    if not any(not library_file(str(frame.get("file", ""))) for frame in frames):
+        return None
+    return ("nccl_error", ("fix_code", "fix_config"),
+            "two ranks were placed on the same GPU: the script never calls torch.cuda.set_device(local_rank) "
+            "(or builds its device from the global rank) before creating the process group or DDP")
 
 
 RULES = [
@@ -52,9 +64,10 @@ RULES = [
         ROOT,
         ["Duplicate GPU"],
         r"Duplicate GPU detected",
-        ["pin_versions", "fix_config"],
+        ["pin_versions", "fix_config", "fix_code"],
         0.9,
         "two ranks were placed on the same GPU, which NCCL refuses",
+        within=_own_script_places_devices,
     ),
     rule(
         "nccl.unhandled_cuda",

@@ -43,6 +43,18 @@ RULES = [
         "the loss became NaN/inf",
     ),
     rule(
+        "numerical.grad_norm_nan",
+        "numerical",
+        ROOT,
+        ["'grad_norm': nan", "'grad_norm': 'nan'", "grad_norm=nan", "grad_norm: nan", "'grad_norm': inf"],
+        # the Trainer's log dict: the gradient norm turned NaN (the loss often reads 0.0 from then on, since
+        # the fp16 scaler skips every step); weaker than an exception, which is the root when there is one
+        r"'grad_norm': '?(?:nan|inf)\b|grad_norm[=:] ?(?:nan|inf)\b",
+        ["fix_numerics"],
+        0.5,
+        "the gradient norm became NaN/inf: training diverged (fp16 overflow, a learning rate too high)",
+    ),
+    rule(
         "numerical.scaler_frames",
         "numerical",
         HINT,

@@ -27,6 +27,16 @@ def _model_file_missing(text: str, frames: list[dict]):
             "downloaded there, or the path points at another folder")
 
 
+def _stale_mount(text: str, frames: list[dict]):
+    """ESTALE: the NFS server no longer knows the file the client holds (deleted or replaced under it, or the
+    export remounted); no space is missing."""
+    if "Stale file handle" not in text and "[Errno 116]" not in text:
+        return None
+    return ("storage", ("fix_path",),
+            "a network mount answered 'stale file handle': the file was replaced or the export remounted under "
+            "the job; remount, or read from a path that is not rewritten while the job runs")
+
+
 RULES = [
     rule(
         "storage.no_space",
@@ -72,6 +82,7 @@ RULES = [
         0.88,  # above an unreadable checkpoint: a write that the filesystem refused says why it is unreadable
         "the filesystem returned an I/O error (a full or failing disk, a remote mount, a stale NFS handle, a "
         "file size limit): free space or write elsewhere, or fix the mount",
+        within=_stale_mount,
     ),
     rule(
         "storage.wrong_kind",

@@ -23,8 +23,19 @@ def _flags(match: re.Match) -> dict:
 _CHOICE = re.compile(r"invalid choice: '([^']{1,80})' \(choose from ([^)]{1,2000})\)")
 
 
+# a model's forward() refusing an input every Trainer batch carries: the model class is the team's own and
+# does not take the Trainer's interface (library models all accept these)
+_TRAINER_INPUT = re.compile(r"\.forward\(\) got an unexpected keyword argument ['‘’\"`]?(?:labels|attention_mask|"
+                            r"input_ids|token_type_ids|return_dict)\b")
+
+
 def _misspelt_keyword(text: str, frames: list[dict]):
-    """A keyword one or two letters off a current training argument: the setting is misspelt."""
+    """A keyword one or two letters off a current training argument: the setting is misspelt. A model's
+    forward() refusing the Trainer's standard inputs: the team's own model class."""
+    if _TRAINER_INPUT.search(text):
+        return ("code_bug", ("fix_code",),
+                "the model's forward() does not take an input the Trainer passes in every batch: accept it "
+                "(and compute the loss from labels) or map the batch in a custom compute_loss")
     found = re.search(r"unexpected keyword argument ['‘’\"`]?(\w+)", text)
     meant = misspelling_of(found.group(1)) if found else None
     if meant is None:
@@ -159,6 +170,20 @@ RULES = [
         "the script's argument parser does not know a command-line flag (renamed/removed or a different checkout)",
         facts=_flags,
         within=_local_rank_or_choice,
+    ),
+    rule(
+        "versions.numpy_abi",
+        "version_mismatch",
+        ROOT,
+        ["Numpy is not available", "_ARRAY_API not found", "compiled using NumPy 1.x"],
+        # NumPy 2 installed under packages built against NumPy 1 (torch, pandas, scipy wheels): the import only
+        # warns, and the first tensor <-> array conversion fails much later (an evaluation's numpify)
+        r"^RuntimeError: Numpy is not available|Failed to initialize NumPy: _ARRAY_API not found|"
+        r"compiled using NumPy 1\.x cannot be run in",
+        ["pin_versions"],
+        0.85,
+        "NumPy 2 is installed under packages built against NumPy 1: pin numpy<2 or upgrade the packages that "
+        "were built for 1.x",
     ),
     rule(
         "versions.cannot_import",

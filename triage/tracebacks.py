@@ -21,7 +21,7 @@ _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,2
 _EXC = re.compile(
     r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
     r"(?:[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
-    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|[A-Z][a-z][A-Za-z]{1,60}(?=:)))"
+    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z][A-Za-z]{1,60}(?=:)))"
     r"(?::\s?(.{0,2000}))?$"
 )
 _HEADER_BYTES = HEADER.encode()
@@ -149,7 +149,7 @@ def parse_exception_line(text: str) -> tuple[str, str, str] | None:
         and full == short
     ):
         return None
-    if match.group(2) is None and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration)$", short):
+    if match.group(2) is None and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration|BdbQuit)$", short):
         return None
     if _PROGRESS_MESSAGE.match(message) and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration)$", short):
         return None  # "Map: 100%|####| 48211/48211 [...]": a progress bar's label, not an exception

@@ -269,3 +269,33 @@ def test_a_typeerror_in_one_librarys_api_called_by_another_is_their_releases(tmp
     ]
     result = _run(tmp_path, _traceback(0, frames, "TypeError: output tensor must have the same type as input tensor"))
     assert (result.category, result.fixes[0]["kind"]) == ("version_mismatch", "pin_versions")
+
+
+def test_a_breakpoint_left_in_the_script_is_the_scripts(tmp_path):
+    text = _traceback(2, [
+        ('File "/jobs/lm/train_loop.py", line 62, in step', "breakpoint()"),
+        ('File "/usr/lib/python3.11/bdb.py", line 115, in dispatch_line', "if self.quitting: raise BdbQuit"),
+    ], "bdb.BdbQuit")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception, result.failing_rank) == ("code_bug", "BdbQuit", 2)
+
+
+def test_a_mean_of_no_predictions_in_the_teams_metric_is_the_teams_code(tmp_path):
+    text = _traceback(1, [
+        ('File "/jobs/lm/evaluate.py", line 40, in per_class_recall', "return statistics.mean(hits[cls])"),
+        ('File "/usr/lib/python3.11/statistics.py", line 430, in mean', "raise StatisticsError('mean requires at least one data point')"),
+    ], "statistics.StatisticsError: mean requires at least one data point")
+    assert _run(tmp_path, text).category == "code_bug"
+
+
+def test_the_dataloaders_own_timeout_is_the_loader_and_a_csv_error_is_the_file(tmp_path):
+    timeout = _traceback(1, [('File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1134, '
+                              'in _try_get_data', "raise RuntimeError(")],
+                         "RuntimeError: DataLoader timed out after 10 seconds")
+    result = _run(tmp_path, timeout)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("dataloader_worker", ["increase_timeout"])
+    barrier = "[rank0]: RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 15000 ms\n"
+    csv_error = _traceback(1, [('File "/jobs/lm/shards.py", line 30, in rows', "for row in csv.DictReader(handle):")],
+                           "_csv.Error: field larger than field limit (131072)")
+    result = _run(tmp_path, csv_error + barrier, name="csv.log")
+    assert (result.category, result.failing_rank) == ("data_corrupt", 1)

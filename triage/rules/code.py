@@ -6,6 +6,19 @@ from triage.rules import HINT, ROOT, rule
 
 RULES = [
     rule(
+        "code.leftover_breakpoint",
+        "code_bug",
+        ROOT,
+        ["BdbQuit"],
+        # breakpoint() / pdb.set_trace() left in the script: under a launcher there is no terminal to answer
+        # the debugger, which quits at once and ends the rank
+        r"\bbdb\.BdbQuit\b|^\s*BdbQuit\s*$",
+        ["fix_code"],
+        0.85,
+        "a breakpoint() or pdb.set_trace() left in the script stopped the rank: a launched job has no terminal "
+        "for the debugger",
+    ),
+    rule(
         "code.shared_tensors_save",
         "code_bug",
         ROOT,

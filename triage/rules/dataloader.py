@@ -6,6 +6,18 @@ from triage.rules import HINT, ROOT, rule
 
 RULES = [
     rule(
+        "dataloader.batch_timeout",
+        "dataloader_worker",
+        ROOT,
+        ["DataLoader timed out"],
+        # the DataLoader's own `timeout=`: no batch arrived from the workers in time (a slow or hung read)
+        r"DataLoader timed out after \d+ seconds",
+        ["increase_timeout", "fix_path"],
+        0.8,
+        "the DataLoader waited longer than its timeout for a batch from its workers: a slow or stuck read "
+        "(a network path, a lock) or a timeout set too short",
+    ),
+    rule(
         "dataloader.workers_shown",
         "dataloader_worker",
         HINT,

@@ -74,6 +74,7 @@ _CODE_BUGS = {
     "TypeError",
     "IndexError",
     "AssertionError",
+    "StatisticsError",  # statistics.mean([]) in the team's own metric code
 }
 _DATA_CORRUPT = {
     "JSONDecodeError",
@@ -318,8 +319,9 @@ def explain(
         return "data_pipeline", ["fix_config"], 0.5, f"the chat template itself is broken ({exception})"
     if _CONFIG_CLASS.match(exception):
         return "config_invalid", ["fix_config"], 0.55, f"the exception class {exception}"
-    if exception in _DATA_CORRUPT:
-        return "data_corrupt", ["fix_data_file"], 0.6, f"the exception class {exception}"
+    if exception in _DATA_CORRUPT or (full_name or "").lstrip("_") == "csv.Error":
+        # (the csv module's only class is a bare `Error`: an unbalanced quote, a NUL byte, a field past the limit)
+        return "data_corrupt", ["fix_data_file"], 0.6, f"the exception class {full_name or exception}"
     if exception == "OutOfMemoryError" or (exception == "MemoryError" and "cuda" in message.lower()):
         return ("gpu_oom", ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more"], 0.8,
                 f"the exception class {exception}")

@@ -299,3 +299,13 @@ def test_the_dataloaders_own_timeout_is_the_loader_and_a_csv_error_is_the_file(t
                            "_csv.Error: field larger than field limit (131072)")
     result = _run(tmp_path, csv_error + barrier, name="csv.log")
     assert (result.category, result.failing_rank) == ("data_corrupt", 1)
+
+
+def test_ids_stored_as_one_string_meeting_the_collates_padding_are_the_datas_format(tmp_path):
+    text = _traceback(3, [
+        ('File "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py", line 57, in fetch',
+         "return self.collate_fn(data)"),
+        ('File "/jobs/lm/batching.py", line 64, in collate', "out.append(ids + [0] * (max_len - len(ids)))"),
+    ], 'TypeError: can only concatenate str (not "list") to str')
+    result = _run(tmp_path, text)
+    assert (result.category, result.failing_rank) == ("data_schema", 3)

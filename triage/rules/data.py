@@ -307,6 +307,19 @@ RULES = [
         "or add a pad token and resize the embeddings",
     ),
     rule(
+        "data.no_mask_token",
+        "data_pipeline",
+        ROOT,
+        ["mask token"],
+        # the masked-LM collator on a tokenizer built for causal LM (no [MASK]): the objective or the
+        # tokenizer is the wrong one for this model
+        r"does not have a mask token which is necessary for masked language modeling",
+        ["fix_config", "fix_code"],
+        0.8,
+        "the masked-language-modeling collator needs a mask token this tokenizer lacks: train causal LM "
+        "(mlm=False) or use a tokenizer with a mask token",
+    ),
+    rule(
         "data.chat_template_frames",
         "data_pipeline",
         HINT,

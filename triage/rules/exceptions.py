@@ -34,7 +34,9 @@ _SCALAR_FIELD = re.compile(
     r"^'(?:dict|list)' object has no attribute '(?:strip|split|lower|upper|endswith|startswith|replace|encode|"
     r"format|join)'|"
     r"expected (?:str|string)\b.{0,30}\b(?:got|not) '?(?:NoneType|int|float)|"
-    r"can only concatenate str \(not \"(?:NoneType|int|float)\"\)"
+    r"can only concatenate str \(not \"(?:NoneType|int|float)\"\)|"
+    # a field stored as one string where the code pads or extends a list of ids ("[12, 7]" written as text)
+    r"can only concatenate (?:str \(not \"list\"\) to str|list \(not \"str\"\) to list)"
 )
 _ENV_KEY = re.compile(r"^'[A-Z][A-Z0-9_]{1,60}'$")
 _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")

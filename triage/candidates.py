@@ -117,7 +117,8 @@ def candidates(collected: Collected) -> list[Candidate]:
                 fixes,
                 hit.rule.id,
                 summary,
-                hit.rank,
+                # (a traceback that names its own rank, DCP's "(RANK 7)", speaks for the rank that raised it)
+                hit.rank if hit.rank is not None or tb is None else tb.rank,
                 hit.source,
                 hit.line,
                 hit.text,

@@ -16,6 +16,7 @@ _FRAME = re.compile(r'File "([^"]{1,500})", line (\d+)(?:, in ([^\s│]{1,200}))
 _IPY_FRAME = re.compile(r"^\s*File (\S{1,500}?\.pyx?):(\d+), in ([\w.<>]{1,200})")
 _IPY_CELL = re.compile(r"^\s*Cell In ?\[(\d+)\], line (\d+)")
 _IPY_OLD = re.compile(r"^\s*(\S{1,500}\.pyx?) in ([\w.<>]{1,200})\(")
+_RANK_AFTER_HEADER = re.compile(r"most recent call last\):\s*\(RANK (\d{1,6})\)")
 _IPY_CONTEXT = re.compile(r"^\s*(?:-*>\s*)?\d{1,6}(?: |$)|^\s*\(\.\.\.\)\s*$")
 _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,200}))?")
 _EXC = re.compile(
@@ -196,9 +197,10 @@ class TracebackAssembler:
         """Returns a traceback when this line completed one."""
         if HEADER in text:
             self._abandon()
+            remote_rank = _RANK_AFTER_HEADER.search(text)  # DCP's per-rank traces: "... last): (RANK 7)"
             self.current = Traceback(
                 self.source,
-                self.rank,
+                int(remote_rank.group(1)) if remote_rank else self.rank,
                 lineno,
                 seq=seq,
                 t=t,

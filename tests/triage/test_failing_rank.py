@@ -184,3 +184,18 @@ def test_it_names_the_rank_that_crashed_on_a_signal_even_without_a_signature(tmp
     result = diagnose([log])
     assert result.category == "unknown"
     assert result.failing_rank == 1
+
+
+def test_a_checkpoint_coordinator_reporting_another_ranks_traceback_names_that_rank(tmp_path):
+    # torch.distributed.checkpoint gathers each failing rank's trace into rank 0's CheckpointException
+    log = ("[rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([5])\n"
+           "[rank0]: Traceback (most recent call last): (RANK 5)\n"
+           '[rank0]:   File "/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/utils.py", line 212, '
+           "in all_gather\n"
+           "[rank0]:     result = map_fun()\n"
+           '[rank0]:   File "/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/filesystem.py", line 640, '
+           "in create_stream\n"
+           "[rank0]:     os.makedirs(path, exist_ok=True)\n"
+           "[rank0]: PermissionError: [Errno 13] Permission denied: '/shared/ckpt/step_900'\n")
+    result = diagnose([write(tmp_path / "dcp.log", log)], command="torchrun --nproc_per_node 8 t.py")
+    assert (result.category, result.failing_rank) == ("storage", 5)

@@ -118,7 +118,7 @@ def candidates(collected: Collected) -> list[Candidate]:
                 hit.rule.id,
                 summary,
                 # (a traceback that names its own rank, DCP's "(RANK 7)", speaks for the rank that raised it)
-                hit.rank if hit.rank is not None or tb is None else tb.rank,
+                tb.rank if tb is not None and (tb.rank_named or hit.rank is None) else hit.rank,
                 hit.source,
                 hit.line,
                 hit.text,

@@ -102,6 +102,7 @@ class Traceback:
     exc_text: str = ""
     chained_to_previous: bool = False  # an exception raised while handling / because of the previous one
     while_handling: bool = False  # chained by "During handling ..." (raised in an except block, not `from` it)
+    rank_named: bool = False  # the header named the rank that raised it ("(RANK 7)"), not the stream's
     remote: bool = False
     seq: int = 0
     t: float | None = None
@@ -202,6 +203,7 @@ class TracebackAssembler:
                 self.source,
                 int(remote_rank.group(1)) if remote_rank else self.rank,
                 lineno,
+                rank_named=remote_rank is not None,
                 seq=seq,
                 t=t,
                 chained_to_previous=self.pending_chain,

@@ -51,6 +51,7 @@ OWN_SETS = {
     "blind17": ROOT / "tests" / "triage" / "fixtures" / "blind17",
     "cpu_blind12": ROOT / "tests" / "fixtures" / "cpu_blind12",
     "blind18": ROOT / "tests" / "triage" / "fixtures" / "blind18",
+    "cpu_blind13": ROOT / "tests" / "fixtures" / "cpu_blind13",
 }
 
 

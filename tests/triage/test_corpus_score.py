@@ -64,6 +64,8 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind12",
     # an eighteenth blind set (27 forms of the most common failures in public threads), scored once (70% category)
     FIXTURES / "blind18",
+    # a thirteenth set of 14 real CPU runs (faults new to the sets), scored once (57% category), then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind13",
 ]
 
 

@@ -13,6 +13,9 @@ def first_failing_rank(
     collected: Collected, winner: Candidate, pool: list[Candidate], world_size: int | None
 ) -> tuple[int | None, str]:
     launcher = collected.launcher
+    laggards = winner.facts.get("laggard_ranks") or []
+    if len(laggards) == 1:
+        return laggards[0], "the only rank the monitored barrier reports as never arriving"
     if winner.category == "nccl_timeout":
         return _timeout_culprit(collected, winner, pool, world_size)
     if winner.rule_id == "code.collective_mismatch":

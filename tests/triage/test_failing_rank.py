@@ -199,3 +199,12 @@ def test_a_checkpoint_coordinator_reporting_another_ranks_traceback_names_that_r
            "[rank0]: PermissionError: [Errno 13] Permission denied: '/shared/ckpt/step_900'\n")
     result = diagnose([write(tmp_path / "dcp.log", log)], command="torchrun --nproc_per_node 8 t.py")
     assert (result.category, result.failing_rank) == ("storage", 5)
+
+
+def test_the_rank_a_monitored_barrier_reports_missing_is_the_first_failure(tmp_path):
+    log = ('[rank0]: Traceback (most recent call last):\n'
+           '[rank0]:   File "/w/train.py", line 50, in main\n'
+           '[rank0]:     dist.monitored_barrier(timeout=timedelta(seconds=30))\n'
+           "[rank0]: RuntimeError: [Rank 0]: Rank 3 failed to pass monitoredBarrier in 30000 ms\n")
+    result = diagnose([write(tmp_path / "mb.log", log)], command="torchrun --nproc_per_node 4 t.py")
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 3)

@@ -33,7 +33,25 @@ def _own_script_places_devices(text: str, frames: list[dict]):
             "(or builds its device from the global rank) before creating the process group or DDP")
 
 
+def _laggards(match: re.Match) -> dict:
+    ranks = [int(rank) for rank in re.findall(r"\d+", match.group(1))]
+    return {"laggard_ranks": ranks[:64]} if ranks else {}
+
+
 RULES = [
+    rule(
+        "nccl.monitored_barrier",
+        "nccl_timeout",
+        ROOT,
+        ["failed to pass monitoredBarrier"],
+        # torch.distributed.monitored_barrier on rank 0 names the ranks that never arrived: they hung or died
+        # before the barrier (their own error, if they printed one, says why)
+        r"Ranks? ([\d, ]{1,400}) failed to pass monitoredBarrier",
+        ["increase_timeout", "fix_code"],
+        0.6,
+        "the monitored barrier named ranks that never arrived: they stalled or died before it",
+        facts=_laggards,
+    ),
     rule(
         "nccl.shm_segment",
         "nccl_error",

@@ -87,6 +87,10 @@ def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
     for tb in collected.tracebacks:  # the wrappers that re-raised it ("RayTaskError(OutOfMemoryError): ... (pid=P")
         if winner.traceback is not None and tb.previous is winner.traceback:
             texts.append(tb.exc_text or "")
+    exception = winner.traceback.exception if winner.traceback is not None else None
+    if exception:  # Ray's own re-raise lines of the same class, printed above the remote frames
+        texts += [hit.text for hit in collected.hits
+                  if hit.source == winner.source and f"RayTaskError({exception})" in (hit.text or "")]
     ranks = {table[int(a or b)] for text in texts for a, b in _PID.findall(text) if int(a or b) in table}
     return ranks.pop() if len(ranks) == 1 else None
 

@@ -391,6 +391,11 @@ def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Ca
         and (item.rank is None or item.seq < first_report.get(item.rank, float("inf")))
     ]
     if not causes:
+        # a rank whose own network transport failed (NCCL's IB/socket error) while it reported no timeout: the
+        # others then waited on it
+        causes = [item for item in pool if item.rule_id == "nccl.network" and item.rank is not None
+                  and item.rank not in first_report and first_report]
+    if not causes:
         return None
     causes.sort(key=_order)
     return causes[0]

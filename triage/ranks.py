@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from triage import decorations
 
 _TORCH = re.compile(r"\[(?:rank|default|[A-Za-z_]{1,20}?)(\d{1,6})\]:\s?")
-_MPI = re.compile(r"\[(?:\d{1,4},)?(\d{1,6})\]<(?:stdout|stderr)>:\s?")  # mpirun [1,N], horovodrun --gloo [N]
+# mpirun [1,N], horovodrun --gloo [N], SageMaker's mpirun [1,mpirank:N,algo-M]
+_MPI = re.compile(r"\[(?:\d{1,4},)?(?:mpirank:)?(\d{1,6})(?:,[\w.\-]{1,60})?\]<(?:stdout|stderr)>:\s?")
 _MIDLINE = re.compile(r"\[rank(\d{1,6})\]:\s?")
 _SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
 # a rank naming itself at the start of its line: Lightning's "[rank: 1] ", a script's "Rank 3: ",

@@ -208,3 +208,34 @@ def test_the_rank_a_monitored_barrier_reports_missing_is_the_first_failure(tmp_p
            "[rank0]: RuntimeError: [Rank 0]: Rank 3 failed to pass monitoredBarrier in 30000 ms\n")
     result = diagnose([write(tmp_path / "mb.log", log)], command="torchrun --nproc_per_node 4 t.py")
     assert (result.category, result.failing_rank) == ("nccl_timeout", 3)
+
+
+def test_sagemakers_mpirank_tag_names_the_rank(tmp_path):
+    log = ("[1,mpirank:5,algo-2]<stderr>:Traceback (most recent call last):\n"
+           '[1,mpirank:5,algo-2]<stderr>:  File "/opt/ml/code/run.py", line 30, in <module>\n'
+           "[1,mpirank:5,algo-2]<stderr>:    main()\n"
+           "[1,mpirank:5,algo-2]<stderr>:KeyError: 'messages'\n")
+    assert diagnose([write(tmp_path / "cw.log", log)]).failing_rank == 5
+
+
+def test_rays_re_raise_line_names_the_worker_pid_the_start_up_table_maps(tmp_path):
+    log = ("(TorchTrainer pid=500) - (node_id=aa, ip=10.0.0.2, pid=611) world_rank=0, local_rank=0, node_rank=0\n"
+           "(TorchTrainer pid=500) - (node_id=bb, ip=10.0.0.3, pid=712) world_rank=1, local_rank=0, node_rank=1\n"
+           "ray.exceptions.RayTaskError(OutOfMemoryError): ray::_Inner.train() (pid=500, ip=10.0.0.2)\n"
+           "ray.exceptions.RayTaskError(OutOfMemoryError): ray::RayTrainWorker.execute() (pid=712, ip=10.0.0.3)\n"
+           '  File "/job/train_fn.py", line 88, in train_loop_per_worker\n'
+           "    trainer.train()\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.35 GiB. GPU 0 has a total capacity of "
+           "23.68 GiB of which 1.12 GiB is free.\n")
+    result = diagnose([write(tmp_path / "driver.log", log)])
+    assert (result.category, result.failing_rank) == ("gpu_oom", 1)
+
+
+def test_a_ranks_own_network_transport_failure_is_why_the_others_timed_out(tmp_path):
+    watchdog = ("[E1130 13:49:45.300112 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800087 milliseconds\n")
+    text = "".join(watchdog.format(r=r) for r in (0, 1, 3))
+    text += ("[rank2]: node-1:7114:7301 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+             "10.1.0.4<51320> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.1.0.5\n")
+    result = diagnose([write(tmp_path / "all.log", text)], command="torchrun --nproc_per_node 4 t.py")
+    assert (result.category, result.failing_rank) == ("nccl_error", 2)

@@ -309,3 +309,21 @@ def test_ids_stored_as_one_string_meeting_the_collates_padding_are_the_datas_for
     ], 'TypeError: can only concatenate str (not "list") to str')
     result = _run(tmp_path, text)
     assert (result.category, result.failing_rank) == ("data_schema", 3)
+
+
+def test_a_learning_rate_that_yaml_read_as_text_is_a_setting(tmp_path):
+    text = _traceback(1, [
+        ('File "/jobs/lm/train_loop.py", line 40, in build', "opt = torch.optim.AdamW(model.parameters(), lr=cfg['lr'])"),
+        ('File "/venv/lib/python3.11/site-packages/torch/optim/adamw.py", line 40, in __init__',
+         "if not 0.0 <= lr:"),
+    ], "TypeError: '<=' not supported between instances of 'float' and 'str'")
+    assert _run(tmp_path, text).category == "config_invalid"
+    # the same comparison in the team's own code is the team's
+    own = text.replace('/venv/lib/python3.11/site-packages/torch/optim/adamw.py', '/jobs/lm/sched.py')
+    assert _run(tmp_path, own, name="own.log").category == "code_bug"
+
+
+def test_float64_data_meeting_float32_weights_is_the_datas_format(tmp_path):
+    text = _traceback(1, [('File "/jobs/lm/train_loop.py", line 90, in step', "loss = F.huber_loss(pred, target)")],
+                      "RuntimeError: Found dtype Double but expected Float")
+    assert _run(tmp_path, text).category == "data_schema"

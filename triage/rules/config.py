@@ -8,6 +8,17 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.class_weights_count",
+        "config_invalid",
+        ROOT,
+        ["weight tensor should be defined"],
+        # cross-entropy class weights listed for another number of classes than the model's labels
+        r"weight tensor should be defined either for all \d+ classes or no classes",
+        ["fix_config"],
+        0.8,
+        "the class weights in the settings do not list one weight per class of the model",
+    ),
+    rule(
         "config.registry_missing",
         "config_invalid",
         ROOT,

@@ -307,6 +307,19 @@ RULES = [
         "or add a pad token and resize the embeddings",
     ),
     rule(
+        "data.float64_values",
+        "data_schema",
+        ROOT,
+        ["Found dtype Double", "found Double", "got Double and Float", "double != float"],
+        # numbers read from numpy/pandas arrive as float64 and meet float32 weights or losses
+        r"Found dtype Double but expected Float|expected scalar type Float but found Double|"
+        r"must have the same dtype, but got Double and Float|to have the same dtype, but got: double != float",
+        ["convert_data_format", "fix_code"],
+        0.6,
+        "the batch holds float64 values (numpy/pandas data) where the model works in float32: store or cast the "
+        "features and targets as float32",
+    ),
+    rule(
         "data.no_mask_token",
         "data_pipeline",
         ROOT,

@@ -371,6 +371,10 @@ def explain(
     ):
         return ("config_invalid", ["fix_config"], 0.45,
                 f"a {exception} raised by an argument check ({frames[-1].get('function')})")
+    if exception == "TypeError" and _TEXT_SETTING.search(message) and not raised_in_user_code and not in_data:
+        # a library comparing a number setting with a string: YAML reads `1e-4` as text (no dot before the e)
+        return ("config_invalid", ["fix_config"], 0.5,
+                "a numeric setting arrived as text (YAML reads 1e-4 as a string): write 1.0e-4 or cast it")
     refused = _REFUSED_CALL.search(message)
     if refused and user_frames and f".{refused.group(1)}(" in str(user_frames[-1].get("code", "")):
         # "Calling `cuda()` is not supported for 4-bit models" and the script's own line is `model.cuda()`:
@@ -433,6 +437,9 @@ _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
 )
+# a comparison of a number with a string inside a library: a setting that should be a number is text
+_TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
+                           r"not supported between instances of 'str' and '(?:float|int)'")
 # a library refusing a method call outright: "Calling `cuda()` is not supported for ...", "`.to` is not supported"
 _REFUSED_CALL = re.compile(r"(?:Calling )?`\.?(\w+)(?:\(\))?` is not supported\b")
 # jinja's complaint when a chat template reads a message field from a turn that is not a mapping

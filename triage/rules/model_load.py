@@ -164,6 +164,20 @@ RULES = [
         "upgrade tokenizers (and transformers with it)",
     ),
     rule(
+        "model_load.optimizer_groups",
+        "model_load",
+        ROOT,
+        ["parameter groups", "parameter group that doesn't match"],
+        # an optimizer state saved for another set of parameter groups (another model, LoRA targets, weight
+        # decay split) restored into this optimizer
+        r"loaded state dict has a different number of parameter groups|loaded state dict contains a parameter "
+        r"group that doesn't match the size of optimizer's group",
+        ["fix_path", "fix_code"],
+        0.8,
+        "the optimizer state being restored was saved for other parameter groups: another checkpoint, or the "
+        "model or its trainable parameters changed since it was saved",
+    ),
+    rule(
         "model_load.adapter_missing",
         "model_load",
         ROOT,

@@ -143,12 +143,18 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         ):
             for key, value in other.facts.items():
                 winner.facts.setdefault(key, value)
-    if winner.rule_id == "code.collective_mismatch" and winner.traceback is None and winner.line is not None:
-        # gloo's "what():" line under "terminate called after throwing an instance of 'gloo::EnforceNotMet'"
+    if winner.traceback is None and winner.line is not None and winner.category != "nccl_timeout" \
+            and parse_bare_exception(winner.text) is None:
+        # a C++ exception that ended the process: "terminate called after throwing an instance of
+        # 'c10::OutOfMemoryError'" and its "what():" line; the winner is that line, or the C++ log line that
+        # announced the same failure just before it (a watchdog's "terminated with exception: ...")
         for hit in collected.hits:
-            if hit.rule.id == "code.cpp_terminate" and hit.source == winner.source and hit.line == winner.line - 1:
+            if hit.rule.id == "code.cpp_terminate" and hit.source == winner.source and hit.rank in (winner.rank, None) \
+                    and 0 <= hit.line - winner.line + 1 <= 12 and hit.facts["terminate_class"] in _NAMED_CPP:
+                what = winner.text if "what():" in (winner.text or "") else _what_after(collected, hit)
                 winner.facts.setdefault("exception", hit.facts["terminate_class"])
-                winner.facts.setdefault("message", (winner.text or "").strip().removeprefix("what():").strip())
+                winner.facts.setdefault("message", (what or "").strip().split("what():", 1)[-1].strip())
+                break
     failing_rank, reason = first_failing_rank(collected, winner, pool, world_size)
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         near_tb, near_bare = _nearby_exception(collected, winner)
@@ -196,6 +202,20 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         if reraise is not None:  # the DataLoader's "Caught X in DataLoader worker process N" around it
             message = f"{message} (then {reraise.exception}: {reraise.message})"
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
+
+
+# C++ exception classes that torch also raises in Python under the same name (not c10::Error or
+# std::runtime_error, which name nothing)
+_NAMED_CPP = {"OutOfMemoryError", "DistBackendError", "DistNetworkError", "DistStoreError", "EnforceNotMet",
+              "AcceleratorError"}
+
+
+def _what_after(collected: Collected, terminate) -> str | None:
+    """The "what():" line printed under a "terminate called ..." line, when the rules read it."""
+    for hit in collected.hits:
+        if hit.source == terminate.source and 0 < hit.line - terminate.line <= 2 and "what():" in (hit.text or ""):
+            return hit.text
+    return None
 
 
 def _left_alone(collected: Collected, world_size: int | None) -> Candidate | None:

@@ -224,3 +224,16 @@ def test_an_ipython_traceback_with_long_source_context_keeps_its_frames(tmp_path
     result = _run(tmp_path, text)
     assert result.root_cause.exception == "TypeError"
     assert any("trainer.py" in str(frame.get("file", "")) for frame in result.root_cause.frames)
+
+
+def test_a_cpp_exception_that_ended_the_process_names_its_class_when_python_knows_it(tmp_path):
+    text = ("  2%|2         | 41/2210 [06:12<5:21:40,  8.89s/it]terminate called after throwing an instance of "
+            "'c10::OutOfMemoryError'\n"
+            "  what():  CUDA out of memory. Tried to allocate 1.96 GiB. GPU 3 has a total capacity of 79.33 GiB of "
+            "which 1.12 GiB is free.\n")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception) == ("gpu_oom", "OutOfMemoryError")
+    assert "Tried to allocate 1.96 GiB" in result.root_cause.message
+    # c10::Error names nothing a user could look up: no class is claimed
+    generic = text.replace("c10::OutOfMemoryError", "c10::Error")
+    assert _run(tmp_path, generic, name="generic.log").root_cause.exception is None

@@ -237,3 +237,34 @@ def test_a_cpp_exception_that_ended_the_process_names_its_class_when_python_know
     # c10::Error names nothing a user could look up: no class is claimed
     generic = text.replace("c10::OutOfMemoryError", "c10::Error")
     assert _run(tmp_path, generic, name="generic.log").root_cause.exception is None
+
+
+# ---- forms blind set 19 found -------------------------------------------------------------------------
+
+def test_a_models_remote_code_failing_under_the_installed_transformers_is_versions(tmp_path):
+    text = _tb([
+        ('File "/work/ft/train.py", line 131, in train', "tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)"),
+        ('File "/venv/lib/python3.10/site-packages/transformers/tokenization_utils.py", line 367, in __init__',
+         "self._add_tokens(...)"),
+        ('File "/root/.cache/huggingface/modules/transformers_modules/Lark-7B/tokenization_lark.py", line 105, '
+         "in vocab_size", "return self.sp_model.get_piece_size()"),
+    ], "AttributeError: 'LarkTokenizer' object has no attribute 'sp_model'")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("version_mismatch", ["pin_versions"])
+
+
+def test_a_trainer_listing_the_columns_it_expected_is_the_datas_schema(tmp_path):
+    text = _tb([('File "/venv/lib/python3.10/site-packages/fewshot/trainer.py", line 80, in _validate_column_mapping',
+                 "raise ValueError(")],
+               "ValueError: FewShot expected the dataset to have the columns ['label', 'text'], but only the columns "
+               "['body', 'queue'] were found.")
+    assert _run(tmp_path, text).category == "data_schema"
+
+
+def test_an_audio_file_soundfile_cannot_decode_is_a_bad_data_file(tmp_path):
+    text = _tb([('File "/venv/lib/python3.10/site-packages/soundfile.py", line 1216, in _open',
+                 "raise LibsndfileError(err, prefix=...)")],
+               "soundfile.LibsndfileError: Error opening '/corpora/calls/0713_0412.wav': Format not recognised.",
+               lead="[rank2]: ")
+    result = _run(tmp_path, text)
+    assert (result.category, result.failing_rank) == ("data_corrupt", 2)

@@ -72,7 +72,8 @@ RULES = [
         ROOT,
         ["olumn"],
         r"(?:Column|column)s? (?:to remove )?\[?'?([\w\-]+)'?\]? (?:not in the dataset|not found|does not exist)|"
-        r"[Cc]annot find (?:the )?column|does not have (?:a |the )?column|missing (?:the )?(?:required )?column",
+        r"[Cc]annot find (?:the )?column|does not have (?:a |the )?column|missing (?:the )?(?:required )?column|"
+        r"expected the dataset to have the columns? \[",
         ["convert_data_format"],
         0.8,
         "the dataset does not have the columns the script expects",

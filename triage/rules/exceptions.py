@@ -91,6 +91,7 @@ _DATA_CORRUPT = {
     "BadZipFile",
     "BadGzipFile",
     "ReadError",  # tarfile: a damaged or truncated shard
+    "LibsndfileError",  # soundfile cannot decode an audio file: another format under a .wav name, or cut short
 }
 # torch re-raises an exception from a DataLoader worker or a DataParallel replica under the same class,
 # with "Caught X in DataLoader worker process N." and the original traceback as its message: the words
@@ -375,6 +376,13 @@ def explain(
         # a library comparing a number setting with a string: YAML reads `1e-4` as text (no dot before the e)
         return ("config_invalid", ["fix_config"], 0.5,
                 "a numeric setting arrived as text (YAML reads 1e-4 as a string): write 1.0e-4 or cast it")
+    if exception in ("AttributeError", "TypeError", "NameError") and frames \
+            and "transformers_modules" in str(frames[-1].get("file", "")) \
+            and any(_TRANSFORMERS_FILE.search(str(frame.get("file", ""))) for frame in frames):
+        # a model's own code (trust_remote_code, cached under transformers_modules) driven by the installed
+        # transformers: written for another release of it (an attribute set later, a renamed hook)
+        return ("version_mismatch", ["pin_versions", "fix_code"], 0.5,
+                "the model's own code (trust_remote_code) was written for another transformers release")
     refused = _REFUSED_CALL.search(message)
     if refused and user_frames and f".{refused.group(1)}(" in str(user_frames[-1].get("code", "")):
         # "Calling `cuda()` is not supported for 4-bit models" and the script's own line is `model.cuda()`:
@@ -440,6 +448,7 @@ _SIGNATURE = re.compile(
 # a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")
+_TRANSFORMERS_FILE = re.compile(r"(?:site|dist)-packages[/\\]transformers[/\\]")
 # a library refusing a method call outright: "Calling `cuda()` is not supported for ...", "`.to` is not supported"
 _REFUSED_CALL = re.compile(r"(?:Calling )?`\.?(\w+)(?:\(\))?` is not supported\b")
 # jinja's complaint when a chat template reads a message field from a turn that is not a mapping

@@ -327,3 +327,12 @@ def test_float64_data_meeting_float32_weights_is_the_datas_format(tmp_path):
     text = _traceback(1, [('File "/jobs/lm/train_loop.py", line 90, in step', "loss = F.huber_loss(pred, target)")],
                       "RuntimeError: Found dtype Double but expected Float")
     assert _run(tmp_path, text).category == "data_schema"
+
+
+def test_an_assertion_that_the_loss_is_finite_is_numerical(tmp_path):
+    text = _traceback(0, [
+        ('File "/venv/lib/python3.10/site-packages/mmengine/hooks/checkloss_hook.py", line 38, in after_train_iter',
+         "assert torch.isfinite(runner.outputs['loss']), \\"),
+    ], "AssertionError")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception) == ("numerical", "AssertionError")

@@ -383,6 +383,9 @@ def explain(
         # transformers: written for another release of it (an attribute set later, a renamed hook)
         return ("version_mismatch", ["pin_versions", "fix_code"], 0.5,
                 "the model's own code (trust_remote_code) was written for another transformers release")
+    if exception == "AssertionError" and frames and _FINITE_CHECK.search(str(frames[-1].get("code", ""))):
+        # `assert torch.isfinite(loss)` (a loss-checking hook, a script's guard): the values went NaN/inf
+        return "numerical", ["fix_numerics"], 0.55, "an assertion that the loss is finite failed"
     refused = _REFUSED_CALL.search(message)
     if refused and user_frames and f".{refused.group(1)}(" in str(user_frames[-1].get("code", "")):
         # "Calling `cuda()` is not supported for 4-bit models" and the script's own line is `model.cuda()`:
@@ -448,6 +451,7 @@ _SIGNATURE = re.compile(
 # a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")
+_FINITE_CHECK = re.compile(r"\bassert\b.{0,40}\b(?:isfinite|isnan|isinf|math\.isfinite)\(|\bassert\b.{0,40}\bnot\b.{0,30}\bnan\b")
 _TRANSFORMERS_FILE = re.compile(r"(?:site|dist)-packages[/\\]transformers[/\\]")
 # a library refusing a method call outright: "Calling `cuda()` is not supported for ...", "`.to` is not supported"
 _REFUSED_CALL = re.compile(r"(?:Calling )?`\.?(\w+)(?:\(\))?` is not supported\b")

@@ -52,6 +52,8 @@ OWN_SETS = {
     "cpu_blind12": ROOT / "tests" / "fixtures" / "cpu_blind12",
     "blind18": ROOT / "tests" / "triage" / "fixtures" / "blind18",
     "cpu_blind13": ROOT / "tests" / "fixtures" / "cpu_blind13",
+    "blind19": ROOT / "tests" / "triage" / "fixtures" / "blind19",
+    "cpu_blind14": ROOT / "tests" / "fixtures" / "cpu_blind14",
 }
 
 

@@ -66,6 +66,10 @@ SETS = [
     FIXTURES / "blind18",
     # a thirteenth set of 14 real CPU runs (faults new to the sets), scored once (57% category), then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind13",
+    # a nineteenth blind set (30 forms from projects the others used least), scored once (87% exception), then tuned on
+    FIXTURES / "blind19",
+    # a fourteenth set of 15 real CPU runs of teams' own code and data, scored once (67% category), then tuned on
+    ROOT / "tests" / "fixtures" / "cpu_blind14",
 ]
 
 

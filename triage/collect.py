@@ -47,6 +47,7 @@ _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # 
 # further lines unindented, then the warned-about source line indented by two spaces
 _PY_WARNING_HEAD = re.compile(r"\.py:\d+: \w*Warning: ")
 _WARNING_TAIL_LINES = 4
+_RAY_ACTOR_PID = re.compile(r"\((?:[\w.:\-]+\s+)?pid=(\d+)(?:,\s*ip=[\w.:\-]+)?\)\s")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
@@ -202,6 +203,14 @@ class Collector:
         rank = prefixed.rank if prefixed.rank is not None else rank_hint
         if rank is None:
             rank = self._spawn_rank.get(source)
+        if rank is not None and "pid=" in body[:60]:
+            # a Ray actor's lead with the worker's own rank tag after it ("(WorkerDict pid=41877, ip=...) [rank5]:"):
+            # that pid is that rank, wherever Ray later names the pid alone (its RayTaskError lines)
+            actor = _RAY_ACTOR_PID.match(body)
+            if actor is not None:
+                table = out.launcher.state.setdefault("pid_rank", {})
+                if len(table) < 4096:
+                    table.setdefault(int(actor.group(1)), rank)
         out.seq += 1
         # an error.json repeats what the rank's own log says; cite the log when both have it
         seq = out.seq + (10**9 if self._in_error_file else 0)

@@ -239,3 +239,15 @@ def test_a_ranks_own_network_transport_failure_is_why_the_others_timed_out(tmp_p
              "10.1.0.4<51320> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.1.0.5\n")
     result = diagnose([write(tmp_path / "all.log", text)], command="torchrun --nproc_per_node 4 t.py")
     assert (result.category, result.failing_rank) == ("nccl_error", 2)
+
+
+def test_a_ray_actors_pid_seen_with_its_rank_tag_names_the_rank_of_its_remote_error(tmp_path):
+    log = ("(WorkerDict pid=700) [rank0]:[W1128 03:41:10.550118213 ProcessGroupNCCL.cpp:4718] using GPU 0\n"
+           "(WorkerDict pid=811, ip=10.0.0.3) [rank3]:[W1128 03:41:15.555118213 ProcessGroupNCCL.cpp:4718] using GPU 1\n"
+           "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.compute_log_prob() (pid=811, ip=10.0.0.3)\n"
+           '  File "/w/verl/workers/fsdp_workers.py", line 700, in compute_log_prob\n'
+           "    output = self.actor.compute_log_prob(data)\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 10.18 GiB. GPU 1 has a total capacity of "
+           "79.25 GiB of which 6.1 GiB is free.\n")
+    result = diagnose([write(tmp_path / "driver.log", log)])
+    assert (result.category, result.failing_rank) == ("gpu_oom", 3)

@@ -34,6 +34,8 @@ EXTRA_LITERALS = (
     "signal",
     "Loading checkpoint shards",
     "Warning: ",  # a Python warning's first line: the lines under it are its text (see _in_warning_text)
+    "ERROR",  # a logger's error line: a traceback logged under it is its rank's (see _logged_traceback_rank)
+    "exception",
     "The above exception",
     "During handling",
     "RemoteTraceback",
@@ -47,6 +49,7 @@ _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # 
 # further lines unindented, then the warned-about source line indented by two spaces
 _PY_WARNING_HEAD = re.compile(r"\.py:\d+: \w*Warning: ")
 _WARNING_TAIL_LINES = 4
+_LOGGED_ERROR = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\b[Ee]xception\b")
 _RAY_ACTOR_PID = re.compile(r"\((?:[\w.:\-]+\s+)?pid=(\d+)(?:,\s*ip=[\w.:\-]+)?\)\s")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
@@ -83,6 +86,8 @@ class Collector:
         self._in_error_file = False
         self._spawn_rank: dict[str, int] = {}
         self._warning_tail: dict[tuple, int] = {}  # (source, rank) -> lines a warning's text may still run
+        self._error_line: dict[str, tuple[int, int]] = {}  # source -> (rank, line) of its last ranked error line
+        self._logged_tb: dict[str, list] = {}  # source -> [rank, lines left]: a traceback logged under that line
         self.faults = faultstacks.FaultStacks(self.out.fault_stacks)
         literal_list = (
             list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
@@ -203,6 +208,7 @@ class Collector:
         rank = prefixed.rank if prefixed.rank is not None else rank_hint
         if rank is None:
             rank = self._spawn_rank.get(source)
+        rank = self._logged_traceback_rank(source, lineno, core, rank)
         if rank is not None and "pid=" in body[:60]:
             # a Ray actor's lead with the worker's own rank tag after it ("(WorkerDict pid=41877, ip=...) [rank5]:"):
             # that pid is that rank, wherever Ray later names the pid alone (its RayTaskError lines)
@@ -244,6 +250,8 @@ class Collector:
             self._bare_exception(source, lineno, core, rank, seq, t)
         if len(out.tracebacks) > finished_before:
             finished = out.tracebacks[-1]
+            if source in self._logged_tb and finished.rank == self._logged_tb[source][0]:
+                del self._logged_tb[source]
             if finished.chained_to_previous and finished_before > 0:
                 finished.previous = _previous_of(out.tracebacks, finished)
             elif earlier is not None and _reraises(earlier, finished):
@@ -267,6 +275,25 @@ class Collector:
         if PHASE_LOADING.search(body) and track is not None and track.phase is None:
             track.phase = "loading"
         return follow
+
+    def _logged_traceback_rank(self, source: str, lineno: int, core: str, rank):
+        """`logging.exception` under a ranked logger line: "10:00:02 [rank1] ERROR train: uncaught exception"
+        and then a traceback with no prefix of its own; the traceback is that rank's."""
+        if rank is not None:
+            if _LOGGED_ERROR.search(core):
+                self._error_line[source] = (rank, lineno)
+            return rank
+        active = self._logged_tb.get(source)
+        if active is not None:
+            active[1] -= 1
+            if active[1] <= 0:
+                del self._logged_tb[source]
+            return active[0]
+        last = self._error_line.get(source)
+        if last is not None and HEADER in core and lineno - last[1] == 1:
+            self._logged_tb[source] = [last[0], OPEN_TRACEBACK_FOLLOW * 10]
+            return last[0]
+        return None
 
     def _in_warning_text(self, source, rank, core: str) -> bool:
         """Is this line the second or a later line of a Python warning's text? ("No module named 'x'" under

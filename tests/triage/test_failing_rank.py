@@ -251,3 +251,15 @@ def test_a_ray_actors_pid_seen_with_its_rank_tag_names_the_rank_of_its_remote_er
            "79.25 GiB of which 6.1 GiB is free.\n")
     result = diagnose([write(tmp_path / "driver.log", log)])
     assert (result.category, result.failing_rank) == ("gpu_oom", 3)
+
+
+def test_a_traceback_logged_under_a_ranked_logger_line_is_that_ranks(tmp_path):
+    log = ("2026-11-30 04:13:01,002 [rank0] INFO train: step 400 loss 2.1\n"
+           "2026-11-30 04:13:02,744 [rank1] ERROR train: uncaught exception, shutting down\n"
+           "Traceback (most recent call last):\n"
+           '  File "/opt/summ/summ_data.py", line 58, in __iter__\n'
+           "    rec = json.loads(line)\n"
+           "json.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 512 (char 511)\n"
+           "2026-11-30 04:13:03,100 [rank0] INFO train: step 401 loss 2.0\n")
+    result = diagnose([write(tmp_path / "train.log", log)])
+    assert (result.category, result.failing_rank) == ("data_corrupt", 1)

@@ -268,3 +268,11 @@ def test_an_audio_file_soundfile_cannot_decode_is_a_bad_data_file(tmp_path):
                lead="[rank2]: ")
     result = _run(tmp_path, text)
     assert (result.category, result.failing_rank) == ("data_corrupt", 2)
+
+
+def test_a_preference_field_of_another_type_is_the_datas_schema(tmp_path):
+    text = _tb([('File "/venv/lib/python3.11/site-packages/trl/trainer/dpo_trainer.py", line 640, in tokenize_row',
+                 "raise ValueError(")],
+               "ValueError: chosen should be an str but got <class 'list'>")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_schema", ["convert_data_format"])

@@ -407,6 +407,11 @@ def explain(
         # os.environ['RUN_TAG'] on a node where it is not set
         return ("config_invalid", ["fix_config", "fix_code"], 0.5,
                 f"an environment variable the script reads ({message.strip()}) is not set in this process")
+    if exception in ("TypeError", "ValueError") and _FIELD_TYPE.search(message.strip()):
+        # "chosen should be an str but got <class 'list'>": a record's field holds another type than the
+        # recipe reads (conversational message lists where the trainer wants plain text, or the reverse)
+        return ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
+                "a field of the records has another type than the trainer expects")
     if in_data and exception in ("TypeError", "ValueError") and _TEXT_FOR_NUMBER.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row holds text where the data code expects a number")
@@ -448,6 +453,7 @@ _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
 )
+_FIELD_TYPE = re.compile(r"^`?\w+`? (?:should|must) be (?:an? )?(?:str|string|list|dict|int)\b.{0,20}\bbut got\b")
 # a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")

@@ -186,6 +186,20 @@ RULES = [
         "were built for 1.x",
     ),
     rule(
+        "versions.cuda_toolkit_mismatch",
+        "version_mismatch",
+        ROOT,
+        ["CUDAMismatchException", "does not match the version torch was compiled with"],
+        # DeepSpeed's op builder (and torch's cpp_extension) compiling an op with a CUDA toolkit other than the
+        # one torch was built with
+        r"CUDAMismatchException|[Ii]nstalled CUDA version [\d.]+ does not match the version torch was compiled "
+        r"with|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile PyTorch",
+        ["pin_versions"],
+        0.85,
+        "the CUDA toolkit on the machine differs from the one torch was built with, so extensions cannot be "
+        "compiled: install the matching toolkit (or a torch built for it), or use prebuilt ops",
+    ),
+    rule(
         "versions.cannot_import",
         "version_mismatch",
         ROOT,

@@ -54,6 +54,7 @@ OWN_SETS = {
     "cpu_blind13": ROOT / "tests" / "fixtures" / "cpu_blind13",
     "blind19": ROOT / "tests" / "triage" / "fixtures" / "blind19",
     "cpu_blind14": ROOT / "tests" / "fixtures" / "cpu_blind14",
+    "blind21": ROOT / "tests" / "triage" / "fixtures" / "blind21",
 }
 
 

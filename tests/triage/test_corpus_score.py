@@ -70,6 +70,8 @@ SETS = [
     FIXTURES / "blind19",
     # a fourteenth set of 15 real CPU runs of teams' own code and data, scored once (67% category), then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind14",
+    # a twenty-first blind set (26 mixed forms), the round's last held-out measure (92/100/92/92), then tuned on
+    FIXTURES / "blind21",
 ]
 
 

@@ -16,6 +16,7 @@ from triage.rules import CONFIRMATION, HINT, ROOT, exceptions, signals
 from triage.tracebacks import Traceback
 
 TRACEBACK_BONUS = 0.05  # the rule matched the exception line of a whole traceback: class, message and frames agree
+_RAISED_IMPORT = re.compile(r"(?:Error|Exception):|\bfrom\b|\bimport\b.{0,80}\bfailed\b")
 BENIGN_FACTOR = 0.5  # a matching line that says the job went on ("skipping", "falling back", ", ok")
 HINT_UNDER_EXCEPTION = 0.5  # a frame hint never outranks what the exception line itself says
 HANDLED_FACTOR = 0.3  # an exception the process printed and survived (caught and logged) is no root
@@ -101,6 +102,10 @@ def candidates(collected: Collected) -> list[Candidate]:
             if tb is not None and tb.exception is not None:
                 weight *= HINT_UNDER_EXCEPTION
         elif hit.rule.role == ROOT and _BENIGN.search(hit.text or ""):
+            weight *= BENIGN_FACTOR
+        elif hit.rule.id == "versions.cannot_import" and not _RAISED_IMPORT.search(hit.text or ""):
+            # "No module named 'x'" with no exception class and no traceback: a quote of one (a warning's
+            # second line, a log message), weaker than an exception the log raised
             weight *= BENIGN_FACTOR
         category, fixes, summary = hit.rule.category, list(hit.rule.fixes), hit.rule.summary
         meant = None

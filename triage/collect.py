@@ -33,7 +33,6 @@ EXTRA_LITERALS = (
     "Signal",
     "signal",
     "Loading checkpoint shards",
-    "Warning: ",  # a Python warning's first line: the lines under it are its text (see _in_warning_text)
     "ERROR",  # a logger's error line: a traceback logged under it is its rank's (see _logged_traceback_rank)
     "exception",
     "The above exception",

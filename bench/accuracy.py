@@ -55,6 +55,7 @@ OWN_SETS = {
     "blind19": ROOT / "tests" / "triage" / "fixtures" / "blind19",
     "cpu_blind14": ROOT / "tests" / "fixtures" / "cpu_blind14",
     "blind21": ROOT / "tests" / "triage" / "fixtures" / "blind21",
+    "blind15": ROOT / "tests" / "triage" / "fixtures" / "blind15",
 }
 
 

@@ -72,6 +72,8 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind14",
     # a twenty-first blind set (26 mixed forms), the round's last held-out measure (92/100/92/92), then tuned on
     FIXTURES / "blind21",
+    # the fifteenth blind set (25 forms where the first rank is hard), held out at 75% rank, in once it cleared
+    FIXTURES / "blind15",
 ]
 
 

@@ -347,6 +347,15 @@ class Collector:
             body = inner
         stripped = body.strip()
         so_far = target["message"] if isinstance(target, dict) else (target.message or "")
+        inner = parse_exception_line(stripped) if so_far.rstrip().endswith("raised:") else None
+        if inner is not None and isinstance(target, Traceback) and pending_source == source and pending_rank == rank:
+            # torch.compile's "BackendCompilerFailed: backend='inductor' raised:" and the exception the backend
+            # raised on the next line: that one is the error, the compiler only passed it on
+            wrapper = target.exception
+            target.exception, target.full_name = inner[0], inner[1]
+            target.message = f"{inner[2]} (raised through {wrapper})"[:2000]
+            self.pending_message = None
+            return False
         if (
             pending_source != source
             or pending_rank != rank

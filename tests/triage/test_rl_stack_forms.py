@@ -276,3 +276,44 @@ def test_a_preference_field_of_another_type_is_the_datas_schema(tmp_path):
                "ValueError: chosen should be an str but got <class 'list'>")
     result = _run(tmp_path, text)
     assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_schema", ["convert_data_format"])
+
+
+# ---- forms blind set 22 found (recent releases) -------------------------------------------------------
+
+def test_the_error_torch_compiles_backend_raised_is_the_root_not_the_compilers_wrapper(tmp_path):
+    text = ("[rank1]: Traceback (most recent call last):\n"
+            '[rank1]:   File "/venv/lib/python3.11/site-packages/torch/_dynamo/output_graph.py", line 1446, '
+            "in _call_user_compiler\n"
+            "[rank1]:     raise BackendCompilerFailed(self.compiler_fn, e) from e\n"
+            "[rank1]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+            "[rank1]: RuntimeError: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU "
+            "compiler, which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0\n")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception) == ("config_invalid", "RuntimeError")
+    assert "raised through BackendCompilerFailed" in result.root_cause.message
+
+
+def test_a_plain_tensor_meeting_dtensors_is_the_sharding_plan(tmp_path):
+    text = _tb([('File "/venv/lib/python3.11/site-packages/torch/distributed/tensor/_dispatch.py", line 490, '
+                 "in _try_replicate_spec_for_scalar_tensor", "raise RuntimeError(")],
+               "RuntimeError: aten.mm.default: got mixed torch.Tensor and DTensor, need to convert all "
+               "torch.Tensor to DTensor before calling distributed operators!")
+    assert _run(tmp_path, text).category == "config_invalid"
+
+
+def test_a_reward_function_refusing_the_trainers_keywords_is_the_teams_function(tmp_path):
+    text = _tb([('File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1132, '
+                 "in _calculate_rewards", "output_reward_func = reward_func(prompts=prompts, completions=completions, "
+                 "**reward_kwargs)")],
+               "TypeError: exact_answer_reward() got an unexpected keyword argument 'solution'")
+    assert _run(tmp_path, text).category == "code_bug"
+
+
+def test_mapping_a_workers_batch_out_of_shared_memory_is_the_loaders_shm(tmp_path):
+    text = _tb([('File "/venv/lib/python3.11/site-packages/torch/multiprocessing/reductions.py", line 541, '
+                 "in rebuild_storage_filename", "storage = torch.UntypedStorage._new_shared_filename_cpu(manager, "
+                 "handle, size)")],
+               "RuntimeError: unable to mmap 25690112 bytes from file </torch_3371_2718093341_107>: Cannot allocate "
+               "memory (12)", lead="[rank2]: ")
+    result = _run(tmp_path, text)
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("dataloader_worker", ["increase_shm"])

@@ -8,6 +8,30 @@ from triage.rules import ROOT, rule
 
 RULES = [
     rule(
+        "config.gpu_too_old_for_compiler",
+        "config_invalid",
+        ROOT,
+        ["too old to be supported by the triton", "Triton only supports devices"],
+        # torch.compile's inductor backend generates Triton kernels, which need compute capability 7.0+
+        r"too old to be supported by the triton GPU compiler|Triton only supports devices of CUDA Capability",
+        ["fix_config"],
+        0.8,
+        "torch.compile's backend (Triton) does not support this GPU: turn torch_compile off, or run on a newer GPU",
+    ),
+    rule(
+        "config.mixed_dtensor",
+        "config_invalid",
+        ROOT,
+        ["mixed torch.Tensor and DTensor"],
+        # FSDP2 / tensor parallel: a parameter or buffer the sharding plan left out (tied weights, a module
+        # not wrapped) meets sharded ones in one op
+        r"got mixed torch\.Tensor and DTensor",
+        ["fix_config", "fix_code"],
+        0.8,
+        "a plain tensor met sharded DTensors in one op: a module or tied weight was left out of the FSDP2 / "
+        "tensor-parallel plan",
+    ),
+    rule(
         "config.class_weights_count",
         "config_invalid",
         ROOT,

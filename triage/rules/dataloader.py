@@ -48,7 +48,9 @@ RULES = [
         ["/dev/shm", "torch_"],
         r"No space left on device.{0,200}(?:/dev/shm|torch_\w+)|unable to write to file </torch_|"
         r"/dev/shm.{0,80}(?:[Nn]o space|is full|insufficient|too small|[Bb]us error)|"
-        r"(?:insufficient|out of|not enough|too small).{0,40}(?:/dev/shm|shared memory)",
+        r"(?:insufficient|out of|not enough|too small).{0,40}(?:/dev/shm|shared memory)|"
+        # mapping a worker's batch out of shared memory: the shm files of workers filled what the host allows
+        r"unable to (?:mmap \d+ bytes from|open shared memory object) (?:file )?</torch_",
         ["increase_shm", "reduce_dataloader_workers"],
         0.8,
         "shared memory (/dev/shm) is full",

@@ -29,9 +29,17 @@ _TRAINER_INPUT = re.compile(r"\.forward\(\) got an unexpected keyword argument [
                             r"input_ids|token_type_ids|return_dict)\b")
 
 
+# a GRPO/RLOO trainer calling the team's reward function with the dataset's columns as keywords
+_REWARD_CALL = re.compile(r"\b\w*reward\w*\(\) got an unexpected keyword argument", re.IGNORECASE)
+
+
 def _misspelt_keyword(text: str, frames: list[dict]):
     """A keyword one or two letters off a current training argument: the setting is misspelt. A model's
     forward() refusing the Trainer's standard inputs: the team's own model class."""
+    if _REWARD_CALL.search(text):
+        return ("code_bug", ("fix_code",),
+                "the reward function does not take the keyword arguments the trainer passes it (prompts, "
+                "completions and every dataset column): give it **kwargs")
     if _TRAINER_INPUT.search(text):
         return ("code_bug", ("fix_code",),
                 "the model's forward() does not take an input the Trainer passes in every batch: accept it "

@@ -22,7 +22,9 @@ _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,2
 _EXC = re.compile(
     r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
     r"(?:[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
-    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z][A-Za-z]{1,60}(?=:)))"
+    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z][A-Za-z]{1,60}(?=:)|"
+    # standard modules whose exception class is a lowercase `error`
+    r"(?<=re\.)error(?=:)|(?<=socket\.)error(?=:)|(?<=zlib\.)error(?=:)|(?<=struct\.)error(?=:)))"
     r"(?::\s?(.{0,2000}))?$"
 )
 _HEADER_BYTES = HEADER.encode()

@@ -336,3 +336,27 @@ def test_an_assertion_that_the_loss_is_finite_is_numerical(tmp_path):
     ], "AssertionError")
     result = _run(tmp_path, text)
     assert (result.category, result.root_cause.exception) == ("numerical", "AssertionError")
+
+
+def test_a_reward_function_meeting_a_word_or_a_null_in_the_answer_column_is_the_datas(tmp_path):
+    word = _traceback(2, [('File "/jobs/rl/rewards.py", line 23, in numeric_reward', "ref = float(answer)")],
+                      "ValueError: could not convert string to float: 'four'")
+    assert _run(tmp_path, word).category == "data_schema"
+    null = _traceback(1, [('File "/jobs/rl/rewards.py", line 30, in exact_reward', "return answer.strip() == guess")],
+                      "AttributeError: 'NoneType' object has no attribute 'strip'")
+    assert _run(tmp_path, null, name="null.log").category == "data_schema"
+    # the same conversion in a settings helper is not the data's
+    setting = word.replace("numeric_reward", "parse_schedule").replace("rewards.py", "settings.py")
+    assert _run(tmp_path, setting, name="setting.log").category != "data_schema"
+
+
+def test_the_re_modules_lowercase_error_is_an_exception_and_a_trainers_length_filter_emptying_the_set_asks_for_the_limit(tmp_path):
+    regex = _traceback(2, [('File "/jobs/rl/rewards.py", line 12, in format_reward', "pattern = re.compile(row['format'])")],
+                       "re.error: missing ), unterminated subpattern at position 0")
+    assert _run(tmp_path, regex).root_cause.exception == "error"
+    empty = ("Dropping fully truncated examples from train dataset:   0%|          | 0/48 [00:00<?, ? examples/s]\n"
+             + _traceback(0, [('File "/venv/lib/python3.11/site-packages/torch/utils/data/sampler.py", line 164, '
+                               'in __init__', "raise ValueError(")],
+                          "ValueError: num_samples should be a positive integer value, but got num_samples=0"))
+    result = _run(tmp_path, empty, name="empty.log")
+    assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_pipeline", ["fix_config"])

@@ -396,7 +396,11 @@ RULES = [
         r"(?:[Aa]ll|[Ee]very) (?:rows|samples|examples|pairs|records|sequences) (?:were |was )?(?:filtered|dropped|removed))|"
         # rows dropped for their length: with an empty dataset after it, the length limit emptied it
         r"(?:[Dd]iscard|[Dd]ropp|[Ff]ilter|[Ss]kipp|[Rr]emov)\w*\W{1,3}[^\n]{0,80}(?:exceed|longer than|too long|over)"
-        r"[^\n]{0,30}(?:max_length|max_seq|cutoff_len|model_max_length|max_len|length)",
+        r"[^\n]{0,30}(?:max_length|max_seq|cutoff_len|model_max_length|max_len|length)|"
+        # a trainer's own pass that drops rows the length limit cut to nothing (TRL: "Dropping fully truncated
+        # examples")
+        r"(?:[Dd]ropping|[Rr]emoving|[Ff]iltering(?: out)?) (?:fully |overly )?(?:truncated|too[ -]long|overlong) "
+        r"(?:examples|samples|rows|sequences)",
         ["fix_config", "fix_data_file"],
         0.2,
         "a length or quality filter left no rows: its limits (max length, thresholds) are too strict for the data",

@@ -41,7 +41,8 @@ _SCALAR_FIELD = re.compile(
 _ENV_KEY = re.compile(r"^'[A-Z][A-Z0-9_]{1,60}'$")
 _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 # a string where a number belongs ("must be real number, not str", torch.tensor(["3.5"]))
-_TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'")
+_TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
+                              r"could not convert string to float: ")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York')
 _VALUE_KEY = re.compile(r"^'(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80}'")
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
@@ -412,10 +413,12 @@ def explain(
         # recipe reads (conversational message lists where the trainer wants plain text, or the reverse)
         return ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
                 "a field of the records has another type than the trainer expects")
-    if in_data and exception in ("TypeError", "ValueError") and _TEXT_FOR_NUMBER.search(message.strip()):
+    # (a reward function reads the dataset's answer column: its rows are data too)
+    in_rows = in_data or any(_REWARD_FRAME.search(str(frame.get("function", ""))) for frame in user_frames[-2:])
+    if in_rows and exception in ("TypeError", "ValueError") and _TEXT_FOR_NUMBER.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row holds text where the data code expects a number")
-    if in_data and exception in ("TypeError", "AttributeError") and _SCALAR_FIELD.search(message.strip()):
+    if in_rows and exception in ("TypeError", "AttributeError") and _SCALAR_FIELD.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row's field is null or a number where the data code expects text or a list")
     if in_data and exception == "AssertionError" and raised_in_user_code:
@@ -454,6 +457,7 @@ _SIGNATURE = re.compile(
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
 )
 _FIELD_TYPE = re.compile(r"^`?\w+`? (?:should|must) be (?:an? )?(?:str|string|list|dict|int)\b.{0,20}\bbut got\b")
+_REWARD_FRAME = re.compile(r"reward", re.IGNORECASE)
 # a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")

@@ -56,6 +56,7 @@ OWN_SETS = {
     "cpu_blind14": ROOT / "tests" / "fixtures" / "cpu_blind14",
     "blind21": ROOT / "tests" / "triage" / "fixtures" / "blind21",
     "blind15": ROOT / "tests" / "triage" / "fixtures" / "blind15",
+    "blind22": ROOT / "tests" / "triage" / "fixtures" / "blind22",
 }
 
 

@@ -70,10 +70,12 @@ SETS = [
     FIXTURES / "blind19",
     # a fourteenth set of 15 real CPU runs of teams' own code and data, scored once (67% category), then tuned on
     ROOT / "tests" / "fixtures" / "cpu_blind14",
-    # a twenty-first blind set (26 mixed forms), the round's last held-out measure (92/100/92/92), then tuned on
+    # a twenty-first blind set (26 mixed forms), a late held-out measure (92/100/92/92), then tuned on
     FIXTURES / "blind21",
     # the fifteenth blind set (25 forms where the first rank is hard), held out at 75% rank, in once it cleared
     FIXTURES / "blind15",
+    # a twenty-second blind set (24 forms of recent releases), scored once (79% category), then tuned on
+    FIXTURES / "blind22",
 ]
 
 

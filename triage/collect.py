@@ -14,7 +14,7 @@ from triage.progress import PHASE_LOADING, record_progress
 from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_prefix
 from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
-from triage.sources import Source
+from triage.sources import Source, rotation_order
 from triage.text import EMBEDDED_MARK, clean_line, embedded_lines, json_record_lines
 from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler, parse_exception_line
 
@@ -87,6 +87,7 @@ class Collector:
         self._warning_tail: dict[tuple, int] = {}  # (source, rank) -> lines a warning's text may still run
         self._error_line: dict[str, tuple[int, int]] = {}  # source -> (rank, line) of its last ranked error line
         self._logged_tb: dict[str, list] = {}  # source -> [rank, lines left]: a traceback logged under that line
+        self._rotation: tuple | None = None  # (last source's name, its assemblers)
         self.faults = faultstacks.FaultStacks(self.out.fault_stacks)
         literal_list = (
             list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
@@ -122,7 +123,10 @@ class Collector:
                 return
         self._in_error_file = source.is_error_file
         scanner = self._scanner(source, stream)
-        assemblers = Assemblers()  # {rank: TracebackAssembler}; knows repeated openers of any rank
+        assemblers = self._continued_rotation(source.name)
+        if assemblers is None:
+            assemblers = Assemblers()  # {rank: TracebackAssembler}; knows repeated openers of any rank
+        self._rotation = (source.name, assemblers)
         follow = 0
         for lineno, raw in scanner:
             if assemblers.repeated(raw) and self.pending_message is None:
@@ -274,6 +278,19 @@ class Collector:
         if PHASE_LOADING.search(body) and track is not None and track.phase is None:
             track.phase = "loading"
         return follow
+
+    def _continued_rotation(self, name: str):
+        """A rotated log's next file (train.log after train.log.1) goes on where the previous one stopped: a
+        traceback cut by the rotation keeps its opening lines and its rank."""
+        if self._rotation is None:
+            return None
+        previous, assemblers = self._rotation
+        before, now = rotation_order(previous.rsplit("/", 1)[-1]), rotation_order(name.rsplit("/", 1)[-1])
+        if before[1] != 0 or before[0] != now[0] or os.path.dirname(previous) != os.path.dirname(name):
+            return None
+        if previous in self._logged_tb:
+            self._logged_tb[name] = self._logged_tb.pop(previous)
+        return assemblers
 
     def _logged_traceback_rank(self, source: str, lineno: int, core: str, rank):
         """`logging.exception` under a ranked logger line: "10:00:02 [rank1] ERROR train: uncaught exception"

@@ -141,7 +141,7 @@ def open_sources(
     """Yield every readable log stream; consume each before asking for the next."""
     limits = limits or Limits()
     names = {str(k): v for k, v in (names or {}).items()}
-    for raw_path in paths:
+    for raw_path in _rotations_in_order(list(paths), lambda path: names.get(str(path)) or Path(str(path)).name):
         path = Path(raw_path)
         display = names.get(str(raw_path)) or path.name or str(path)
         if not path.exists():
@@ -152,11 +152,40 @@ def open_sources(
             yield from _open_file(path, display, limits, depth=0)
 
 
+_ROTATED = re.compile(r"^(.+\.(?:log|txt|out|err))\.(\d{1,4})$")
+
+
+def rotation_order(name: str) -> tuple:
+    """Sort key that puts a rotated log's older files first: train.log.2, train.log.1, train.log (a logging
+    RotatingFileHandler's names); other names sort as themselves."""
+    found = _ROTATED.match(name)
+    if found:
+        return (found.group(1), 0, -int(found.group(2)))
+    return (name, 1, 0)
+
+
+def _rotations_in_order(paths: list, shown) -> list:
+    """The given paths in their order, except that the files of one rotated log follow their rotation order
+    (judged by the names the user sees: `shown(path)`, e.g. an upload's original file name)."""
+    names = [str(shown(path)) for path in paths]
+    keys = [rotation_order(name.rsplit("/", 1)[-1]) for name in names]
+    bases = {}
+    for index, key in enumerate(keys):
+        bases.setdefault((os.path.dirname(names[index]), key[0]), []).append(index)
+    out = list(paths)
+    for siblings in bases.values():
+        if len(siblings) > 1:
+            ordered = sorted(siblings, key=lambda index: keys[index])
+            for slot, index in zip(siblings, ordered, strict=True):
+                out[slot] = paths[index]
+    return out
+
+
 def _walk(folder: Path, display: str, limits: Limits) -> Iterator[Source]:
     count = 0
     for root, dirs, files in os.walk(folder):
         dirs.sort()
-        for file_name in sorted(files):
+        for file_name in sorted(files, key=rotation_order):
             full = Path(root) / file_name
             if file_name in _SKIP or full.is_symlink() or not full.is_file():
                 continue

@@ -57,6 +57,7 @@ OWN_SETS = {
     "blind21": ROOT / "tests" / "triage" / "fixtures" / "blind21",
     "blind15": ROOT / "tests" / "triage" / "fixtures" / "blind15",
     "blind22": ROOT / "tests" / "triage" / "fixtures" / "blind22",
+    "blind20": ROOT / "tests" / "triage" / "fixtures" / "blind20",
 }
 
 

@@ -360,3 +360,20 @@ def test_the_re_modules_lowercase_error_is_an_exception_and_a_trainers_length_fi
                           "ValueError: num_samples should be a positive integer value, but got num_samples=0"))
     result = _run(tmp_path, empty, name="empty.log")
     assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("data_pipeline", ["fix_config"])
+
+
+def test_cpu_set_16s_forms_settings_paths_and_rows(tmp_path):
+    dropout = _traceback(0, [('File "/venv/lib/python3.11/site-packages/torch/nn/modules/dropout.py", line 26, in __init__',
+                              "raise ValueError(")],
+                         "ValueError: dropout probability has to be between 0 and 1, but got 1.5")
+    assert _run(tmp_path, dropout).category == "config_invalid"
+    long_name = _traceback(3, [('File "/jobs/lm/train_loop.py", line 90, in save', "torch.save(state, path)")],
+                           "OSError: [Errno 36] File name too long: '/out/run-" + "retry-" * 50 + "'")
+    assert _run(tmp_path, long_name, name="name.log").category == "storage"
+    rows = _traceback(2, [('File "/jobs/lm/train_loop.py", line 47, in encode', 'toks = splitter.findall(r["text"].lower())')],
+                      "TypeError: list indices must be integers or slices, not str")
+    assert _run(tmp_path, rows, name="rows.log").category == "data_schema"
+    unknown_label = _traceback(1, [('File "/jobs/lm/data/intents.py", line 30, in to_example',
+                                    "label = LABELS.index(row['intent'])")],
+                               "ValueError: 'cancellation' is not in list")
+    assert _run(tmp_path, unknown_label, name="label.log").category == "data_schema"

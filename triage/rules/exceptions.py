@@ -171,7 +171,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"(?:sequence|prompt|input|response)[ _]?length\W{0,3}\d*.{0,30}\b(?:larger|longer|greater|more) than|"
          r"exceeds? (?:the )?max(?:imum)?[ _](?:length|seq|prompt|tokens)"),
         ("config_invalid", ["fix_config"], 0.45,
-         r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible)|"
+         r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible|between)|"
          r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
          r"(?<!\[Errno 22\] )invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter|keys?)|"
@@ -363,6 +363,9 @@ def explain(
     if exception == "OSError" and message.lstrip().startswith("[Errno 22]"):
         # EINVAL from the OS on a file: a truncated or sparse file, a name the filesystem refuses
         return "storage", ["fix_path"], 0.4, "the operating system refused an operation on a file (EINVAL)"
+    if exception == "OSError" and message.lstrip().startswith("[Errno 36]"):
+        # ENAMETOOLONG: a path the job built grew past the filesystem's 255-byte name limit
+        return "storage", ["fix_path"], 0.5, "a file name longer than the filesystem allows (ENAMETOOLONG)"
     if exception in ("PermissionError", "FileExistsError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
     if exception == "StopIteration" and in_data:
@@ -418,6 +421,15 @@ def explain(
     if in_rows and exception in ("TypeError", "ValueError") and _TEXT_FOR_NUMBER.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row holds text where the data code expects a number")
+    if exception == "TypeError" and _ROW_NOT_A_RECORD.search(message) and frames \
+            and _FIELD_SUBSCRIPT.search(str(frames[-1].get("code", ""))):
+        # `row["text"]` on a row that is a list (a JSON array per line, or a file of lists): not records
+        return ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
+                "a row is a list where the code reads named fields: the file does not hold records")
+    if in_rows and exception == "ValueError" and _NOT_IN_LIST.match(message.strip()):
+        # `labels.index(row["intent"])`: the data holds a class the label list does not know
+        return ("data_schema", ["fix_data_file", "fix_code"], 0.4,
+                "the data holds a value the code's list of known values does not have (an unknown label)")
     if in_rows and exception in ("TypeError", "AttributeError") and _SCALAR_FIELD.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row's field is null or a number where the data code expects text or a list")
@@ -458,6 +470,9 @@ _SIGNATURE = re.compile(
 )
 _FIELD_TYPE = re.compile(r"^`?\w+`? (?:should|must) be (?:an? )?(?:str|string|list|dict|int)\b.{0,20}\bbut got\b")
 _REWARD_FRAME = re.compile(r"reward", re.IGNORECASE)
+_ROW_NOT_A_RECORD = re.compile(r"list indices must be integers or slices, not str")
+_FIELD_SUBSCRIPT = re.compile(r"\w\[['\"]\w+['\"]\]")
+_NOT_IN_LIST = re.compile(r"^'[^']{1,80}' is not in list$")
 # a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")

@@ -317,3 +317,12 @@ def test_mapping_a_workers_batch_out_of_shared_memory_is_the_loaders_shm(tmp_pat
                "memory (12)", lead="[rank2]: ")
     result = _run(tmp_path, text)
     assert (result.category, [fix["kind"] for fix in result.fixes][:1]) == ("dataloader_worker", ["increase_shm"])
+
+
+def test_numpys_binary_incompatibility_message_is_versions(tmp_path):
+    text = _tb([('File "/venv/lib/python3.10/site-packages/sklearn/__init__.py", line 84, in <module>',
+                 "from .utils._show_versions import show_versions")],
+               "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, "
+               "got 88 from PyObject")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception) == ("version_mismatch", "ValueError")

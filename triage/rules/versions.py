@@ -183,11 +183,11 @@ RULES = [
         "versions.numpy_abi",
         "version_mismatch",
         ROOT,
-        ["Numpy is not available", "_ARRAY_API not found", "compiled using NumPy 1.x"],
+        ["Numpy is not available", "_ARRAY_API not found", "compiled using NumPy 1.x", "numpy.dtype size changed"],
         # NumPy 2 installed under packages built against NumPy 1 (torch, pandas, scipy wheels): the import only
         # warns, and the first tensor <-> array conversion fails much later (an evaluation's numpify)
         r"^RuntimeError: Numpy is not available|Failed to initialize NumPy: _ARRAY_API not found|"
-        r"compiled using NumPy 1\.x cannot be run in",
+        r"compiled using NumPy 1\.x cannot be run in|numpy\.dtype size changed, may indicate binary incompatibility",
         ["pin_versions"],
         0.85,
         "NumPy 2 is installed under packages built against NumPy 1: pin numpy<2 or upgrade the packages that "

@@ -16,8 +16,9 @@ from triage.rules import CONFIRMATION, HINT, ROOT, exceptions, signals
 from triage.tracebacks import Traceback
 
 TRACEBACK_BONUS = 0.05  # the rule matched the exception line of a whole traceback: class, message and frames agree
-_RAISED_IMPORT = re.compile(r"(?:Error|Exception):|\bfrom\b|\bimport\b.{0,80}\bfailed\b")
 BENIGN_FACTOR = 0.5  # a matching line that says the job went on ("skipping", "falling back", ", ok")
+# an import failure as raised (its class, or the import statement's own words), not quoted by a warning or a log
+_RAISED_IMPORT = re.compile(r"(?:Error|Exception):|\bfrom\b|\bimport\b.{0,80}\bfailed\b")
 HINT_UNDER_EXCEPTION = 0.5  # a frame hint never outranks what the exception line itself says
 HANDLED_FACTOR = 0.3  # an exception the process printed and survived (caught and logged) is no root
 CONFIRMED_BONUS = 0.15  # another line of the same category confirms it (the kernel OOM killer for host_oom)

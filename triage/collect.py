@@ -9,7 +9,7 @@ import re
 from triage import decorations, faultstacks, grepscan, launchers, rules, timestamps
 from triage.collected import Collected, Hit
 from triage.errorfiles import read_error_file
-from triage.launchers import composer
+from triage.launchers import composer, raytrain
 from triage.progress import PHASE_LOADING, record_progress
 from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_prefix
 from triage.rules import CASCADE, HINT, exceptions
@@ -44,12 +44,7 @@ EXTRA_LITERALS = (
     "│",
 )
 _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # c10 logging: [W304 ...] / [W0304
-# Python's warnings module: "path.py:12: SomeWarning: text" then, where the text runs over lines, its
-# further lines unindented, then the warned-about source line indented by two spaces
-_PY_WARNING_HEAD = re.compile(r"\.py:\d+: \w*Warning: ")
-_WARNING_TAIL_LINES = 4
 _LOGGED_ERROR = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\b[Ee]xception\b")
-_RAY_ACTOR_PID = re.compile(r"\((?:[\w.:\-]+\s+)?pid=(\d+)(?:,\s*ip=[\w.:\-]+)?\)\s")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
@@ -84,7 +79,6 @@ class Collector:
         self.pending_message = None
         self._in_error_file = False
         self._spawn_rank: dict[str, int] = {}
-        self._warning_tail: dict[tuple, int] = {}  # (source, rank) -> lines a warning's text may still run
         self._error_line: dict[str, tuple[int, int]] = {}  # source -> (rank, line) of its last ranked error line
         self._logged_tb: dict[str, list] = {}  # source -> [rank, lines left]: a traceback logged under that line
         self._rotation: tuple | None = None  # (last source's name, its assemblers)
@@ -213,13 +207,7 @@ class Collector:
             rank = self._spawn_rank.get(source)
         rank = self._logged_traceback_rank(source, lineno, core, rank)
         if rank is not None and "pid=" in body[:60]:
-            # a Ray actor's lead with the worker's own rank tag after it ("(WorkerDict pid=41877, ip=...) [rank5]:"):
-            # that pid is that rank, wherever Ray later names the pid alone (its RayTaskError lines)
-            actor = _RAY_ACTOR_PID.match(body)
-            if actor is not None:
-                table = out.launcher.state.setdefault("pid_rank", {})
-                if len(table) < 4096:
-                    table.setdefault(int(actor.group(1)), rank)
+            raytrain.learn_actor_rank(out.launcher, body, rank)
         out.seq += 1
         # an error.json repeats what the rank's own log says; cite the log when both have it
         seq = out.seq + (10**9 if self._in_error_file else 0)
@@ -271,10 +259,7 @@ class Collector:
         # a frame and the source line under it are code; a line further from the last frame inside an open
         # traceback is another stream's output interleaved (another rank's error line): the rules read it
         inside_body = was_open and assembler.open and _near_frame(assembler, body)
-        warning_text = self._in_warning_text(source, rank, core)
-        if (source, rank) in self._warning_tail:
-            follow = max(follow, 2)
-        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core, warning_text=warning_text)
+        self._rules(source, lineno, body, rank, seq, t, code_only=inside_body, core=core)
         if PHASE_LOADING.search(body) and track is not None and track.phase is None:
             track.phase = "loading"
         return follow
@@ -285,7 +270,7 @@ class Collector:
         if self._rotation is None:
             return None
         previous, assemblers = self._rotation
-        before, now = rotation_order(previous.rsplit("/", 1)[-1]), rotation_order(name.rsplit("/", 1)[-1])
+        before, now = rotation_order(os.path.basename(previous)), rotation_order(os.path.basename(name))
         if before[1] != 0 or before[0] != now[0] or os.path.dirname(previous) != os.path.dirname(name):
             return None
         if previous in self._logged_tb:
@@ -310,22 +295,6 @@ class Collector:
             self._logged_tb[source] = [last[0], OPEN_TRACEBACK_FOLLOW * 10]
             return last[0]
         return None
-
-    def _in_warning_text(self, source, rank, core: str) -> bool:
-        """Is this line the second or a later line of a Python warning's text? ("No module named 'x'" under
-        "RuntimeWarning: Failed to read commit hash:" is what was warned about, not an error.)"""
-        key = (source, rank)
-        if _PY_WARNING_HEAD.search(core):
-            self._warning_tail[key] = _WARNING_TAIL_LINES
-            return False
-        left = self._warning_tail.get(key)
-        if left is None:
-            return False
-        if left <= 1 or core[:1].isspace() or not core.strip():
-            del self._warning_tail[key]  # the indented source line (or a blank) ends the warning
-            return False
-        self._warning_tail[key] = left - 1
-        return True
 
     def _bare_exception(self, source, lineno, body, rank, seq, t) -> None:
         parsed = parse_exception_line(body)
@@ -394,8 +363,7 @@ class Collector:
             target.message = (target.message + " " + stripped)[:2000]
         return False
 
-    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False, core=None,
-               warning_text: bool = False) -> None:
+    def _rules(self, source, lineno, body, rank, seq, t, code_only: bool = False, core=None) -> None:
         """code_only: the line is a frame or a source line inside a traceback; only frame hints apply.
         core: the line without its decorations (timestamps, levels, runner tags); anchored rules read it."""
         out = self.out
@@ -433,8 +401,8 @@ class Collector:
                     facts,
                 )
             )
-        is_warning = bool(line_hits) and "NCCL WARN" not in body and (warning_text or bool(
-            _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body))))
+        is_warning = bool(line_hits) and "NCCL WARN" not in body and bool(
+            _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body)))
         for hit in line_hits:
             hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)
         if cascade:

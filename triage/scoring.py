@@ -202,7 +202,8 @@ def score_corpus(corpus: Path | str, *, python: str = sys.executable, cwd: Path 
         return CaseResult(case.name, mark_case(truth, diagnosis), truth, diagnosis, error), elapsed
 
     score = Score(corpus=str(corpus))
-    with ThreadPoolExecutor(max_workers=1 if in_process else max(1, jobs)) as pool:  # threads only wait on processes
+    # threads only wait on processes; in-process cases run one at a time (the engine holds the GIL anyway)
+    with ThreadPoolExecutor(max_workers=1 if in_process else max(1, jobs)) as pool:
         for result, elapsed in pool.map(one, find_cases(corpus)):
             score.results.append(result)
             score.slowest_s = max(score.slowest_s, elapsed)

@@ -168,7 +168,7 @@ def _rotations_in_order(paths: list, shown) -> list:
     """The given paths in their order, except that the files of one rotated log follow their rotation order
     (judged by the names the user sees: `shown(path)`, e.g. an upload's original file name)."""
     names = [str(shown(path)) for path in paths]
-    keys = [rotation_order(name.rsplit("/", 1)[-1]) for name in names]
+    keys = [rotation_order(os.path.basename(name)) for name in names]
     bases = {}
     for index, key in enumerate(keys):
         bases.setdefault((os.path.dirname(names[index]), key[0]), []).append(index)

@@ -24,7 +24,7 @@ _EXC = re.compile(
     r"(?:[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
     r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z][A-Za-z]{1,60}(?=:)|"
     # standard modules whose exception class is a lowercase `error`
-    r"(?<=re\.)error(?=:)|(?<=socket\.)error(?=:)|(?<=zlib\.)error(?=:)|(?<=struct\.)error(?=:)))"
+    r"(?:(?<=re\.)|(?<=socket\.)|(?<=zlib\.)|(?<=struct\.))error(?=:)))"
     r"(?::\s?(.{0,2000}))?$"
 )
 _HEADER_BYTES = HEADER.encode()
@@ -134,6 +134,7 @@ def parse_bare_exception(text: str) -> tuple[str, str, str] | None:
     return parsed
 
 
+_EXCEPTION_SUFFIX = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|BdbQuit)$")
 _PROGRESS_MESSAGE = re.compile(r"\s*\d{1,3}%\s*\||\s*\d+(?:\.\d+)?(?:it|ex|examples|ba)?/s\b|\s*\d+/\d+ \[")
 
 
@@ -153,9 +154,10 @@ def parse_exception_line(text: str) -> tuple[str, str, str] | None:
         and full == short
     ):
         return None
-    if match.group(2) is None and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration|BdbQuit)$", short):
+    named_like_one = bool(_EXCEPTION_SUFFIX.search(short))
+    if match.group(2) is None and not named_like_one:
         return None
-    if _PROGRESS_MESSAGE.match(message) and not re.search(r"(Error|Exception|Exit|Interrupt|Iteration)$", short):
+    if _PROGRESS_MESSAGE.match(message) and not named_like_one:
         return None  # "Map: 100%|####| 48211/48211 [...]": a progress bar's label, not an exception
     return short, full, message
 

@@ -21,3 +21,17 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         facts.saw("ray")
         facts.state.setdefault("pid_rank", {})[int(match.group(1))] = int(match.group(2))
     return 0
+
+
+# a Ray actor's lead on a line that also carries the worker's own rank tag: "(WorkerDict pid=41877, ip=...) [rank5]:"
+_ACTOR_PID = re.compile(r"\((?:[\w.:\-]+\s+)?pid=(\d+)(?:,\s*ip=[\w.:\-]+)?\)\s")
+
+
+def learn_actor_rank(facts, text: str, rank: int) -> None:
+    """A Ray actor seen with its rank tag: that pid is that rank wherever Ray later names the pid alone (its
+    RayTaskError lines), as in Ray Train's start-up table."""
+    actor = _ACTOR_PID.match(text)
+    if actor is not None:
+        table = facts.state.setdefault("pid_rank", {})
+        if len(table) < 4096:
+            table.setdefault(int(actor.group(1)), rank)

@@ -33,9 +33,10 @@ _TRAINER_INPUT = re.compile(r"\.forward\(\) got an unexpected keyword argument [
 _REWARD_CALL = re.compile(r"\b\w*reward\w*\(\) got an unexpected keyword argument", re.IGNORECASE)
 
 
-def _misspelt_keyword(text: str, frames: list[dict]):
-    """A keyword one or two letters off a current training argument: the setting is misspelt. A model's
-    forward() refusing the Trainer's standard inputs: the team's own model class."""
+def _refused_keyword(text: str, frames: list[dict]):
+    """Who is at fault for an unexpected keyword: the team's reward function or model forward() refusing what
+    the trainer passes (their code), or a keyword one or two letters off a current training argument (a
+    misspelt setting); None leaves it to a library release that dropped the argument."""
     if _REWARD_CALL.search(text):
         return ("code_bug", ("fix_code",),
                 "the reward function does not take the keyword arguments the trainer passes it (prompts, "
@@ -164,7 +165,7 @@ RULES = [
         0.8,
         "a function was called with an argument that the installed library version no longer accepts",
         facts=_keyword,
-        within=_misspelt_keyword,
+        within=_refused_keyword,
     ),
     rule(
         "versions.unused_cli_args",

@@ -1,16 +1,10 @@
-"""Forms and meanings from RL and inference-in-the-loop stacks (Ray drivers, vLLM engines, compiled
-attention extensions) that blind set 16 found: a warning's second line, an inference engine's logger
-around a traceback, a config class's own check, refusals that name the script's call."""
+"""Forms and meanings that blind sets 16-22 found in public threads, most from RL and inference-in-the-loop
+stacks (Ray drivers, vLLM engines, compiled extensions, torch.compile, FSDP2): how the exception reaches the
+log, and what its words mean."""
 
 from __future__ import annotations
 
-from triage import diagnose
-
-
-def _run(tmp_path, text: str, command: str | None = None, name: str = "job.log"):
-    log = tmp_path / name
-    log.write_text(text, encoding="utf-8")
-    return diagnose([log], command=command)
+from triage_helpers import diagnose_text as _run
 
 
 def _tb(frames: list[tuple[str, str]], last: str, lead: str = "") -> str:

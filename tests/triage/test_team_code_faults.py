@@ -3,13 +3,9 @@ these forms): which category, which rank, which fix first."""
 
 from __future__ import annotations
 
+from triage_helpers import diagnose_text as _run
+
 from triage import diagnose
-
-
-def _run(tmp_path, text: str, command: str | None = None, name: str = "train.log"):
-    log = tmp_path / name
-    log.write_text(text, encoding="utf-8")
-    return diagnose([log], command=command)
 
 
 def _traceback(rank: int, frames: list[tuple[str, str]], last: str) -> str:

@@ -20,6 +20,13 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+def diagnose_text(tmp_path: Path, text: str, command: str | None = None, name: str = "train.log"):
+    """The engine's diagnosis of one log file holding ``text``."""
+    from triage import diagnose
+
+    return diagnose([write(tmp_path / name, text)], command=command)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT, timeout=60

@@ -490,6 +490,26 @@ def check_launch_fix(ctx: Context, reproduction: ReproRun, env: dict, synthetic:
         finish(run, ReproRun.Status.FAILED, result=result, verdict=verdicts.read_log(result.log, launch.text))
 
 
+# Limits other than the address space: a run stopped by one of them says nothing about its memory.
+OTHER_LIMITS = {"wall_clock", "cpu_time", "file_size", "work_dir_size"}
+
+
+def _failed_for_memory(result) -> bool:
+    """The same command ran to the end without the cap, so a capped failure is the cap's doing unless another
+    limit stopped it: an allocation failure, a thread or a library that could not be mapped, or a native crash
+    (C code that does not check malloc) all count."""
+    return not result.ok and not result.timed_out and result.limit_hit not in OTHER_LIMITS
+
+
+def _failure_form(result, verdict: dict) -> str:
+    if result.ok:
+        return "none"
+    if result.limit_hit:
+        return f"{result.limit_hit} limit"
+    how = f"signal {result.signal}" if result.signal else f"exit status {result.exit_status}"
+    return f"{verdict.get('category') or 'unknown'} ({how})"
+
+
 def memory_repro(ctx: Context) -> None:
     """Relative check on the tiny model: peaks of the original and the fixed command, then both under a cap
     set between the two peaks. Reproduced = the original hits the cap; verified = the fix runs under it."""
@@ -536,10 +556,12 @@ def memory_repro(ctx: Context) -> None:
     if original is None:
         return
     verdict = verdicts.read_log(original.log, before.text) if not original.ok else {"category": "none"}
-    reproduced = not original.ok and (original.limit_hit == "memory" or verdict.get("category") in verdicts.MEMORY)
+    reproduced = _failed_for_memory(original)
+    measured["failure_under_cap"] = _failure_form(original, verdict)
     finish(run, ReproRun.Status.REPRODUCED if reproduced else ReproRun.Status.NOT_REPRODUCED, result=original,
            verdict=verdict, details=measured,
-           reason="" if reproduced else "The original command ran under the cap set between the two peaks.")
+           reason="" if reproduced else "The original command ran under the cap set between the two peaks."
+           if original.ok else f"Under the cap the original stopped for another reason: {measured['failure_under_cap']}.")
     if not reproduced:
         return
     check = new_run(ctx, ReproRun.Kind.MEMORY, fix_index=index, fix_kind=fix["kind"], attempt_of=run,

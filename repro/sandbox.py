@@ -74,6 +74,7 @@ class SandboxResult:
     uid: int = 0
     peak_processes: int = 0
     peak_vm_mb: float = 0.0  # the largest single process's peak address space
+    peak_threads: int = 0  # the most tasks (processes and their threads) alive at once: what RLIMIT_NPROC counts
     limit_hit: str | None = None  # wall_clock, cpu_time, file_size, memory, processes
 
     @property
@@ -197,6 +198,7 @@ class MemoryWatch(threading.Thread):
         self.peak_total_kib = 0
         self.peak_process_kib = 0
         self.peak_processes = 0
+        self.peak_threads = 0
         self.peak_vm_kib = 0
         self.stop_event = threading.Event()
 
@@ -206,15 +208,17 @@ class MemoryWatch(threading.Thread):
             self.stop_event.wait(self.interval)
 
     def sample(self) -> None:
-        total = 0
+        total = threads = 0
         pids = processes_of(self.uid)
         self.peak_processes = max(self.peak_processes, len(pids))
         for pid in pids:
-            values = _status_kib(pid, ("VmRSS", "VmHWM", "VmPeak"))
+            values = _status_kib(pid, ("VmRSS", "VmHWM", "VmPeak", "Threads"))
             self.peak_vm_kib = max(self.peak_vm_kib, values.get("VmPeak", 0))
+            threads += values.get("Threads", 1)
             total += values.get("VmRSS", 0)
             self.peak_process_kib = max(self.peak_process_kib, values.get("VmHWM", 0))
         self.peak_total_kib = max(self.peak_total_kib, total)
+        self.peak_threads = max(self.peak_threads, threads)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -346,6 +350,14 @@ def _untar(blob: bytes, max_files: int = 64) -> dict[str, bytes]:
     return files
 
 
+# What a process prints when an allocation fails; "failed to map segment" is a shared library that cannot be
+# mapped (a lazy import under an address-space cap).
+MEMORY_MARKERS = ("MemoryError", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc", "out of memory",
+                  "failed to map segment from shared object")
+FORK_MARKERS = ("fork: retry", "Cannot fork")
+THREAD_MARKERS = ("Resource temporarily unavailable", "can't start new thread", "Thread creation failed")
+
+
 def classify_limit(result: SandboxResult, limits: SandboxLimits) -> str | None:
     if result.timed_out:
         return "wall_clock"
@@ -356,12 +368,14 @@ def classify_limit(result: SandboxResult, limits: SandboxLimits) -> str | None:
         return "file_size"
     if "No space left on device" in tail:
         return "work_dir_size"
-    if any(marker in tail for marker in ("MemoryError", "can't allocate memory", "Cannot allocate memory",
-                                         "std::bad_alloc", "out of memory")):
+    if any(marker in tail for marker in MEMORY_MARKERS):
         return "memory"
-    if any(marker in tail for marker in ("Resource temporarily unavailable", "can't start new thread", "fork: retry",
-                                         "Cannot fork")):
+    if any(marker in tail for marker in FORK_MARKERS):
         return "processes"
+    if any(marker in tail for marker in THREAD_MARKERS):
+        # A thread's stack is mapped memory, so under an address-space cap pthread_create fails with the same
+        # EAGAIN as under the task limit: it is the task limit only when the run came near it (tasks sampled).
+        return "processes" if result.peak_threads >= limits.processes // 2 else "memory"
     return None
 
 
@@ -467,7 +481,7 @@ def _run_as(uid, argv, inputs_dir, limits, runtime, env, on_output, etc_dir, bin
         exit_status=code if code >= 0 else None, signal=sig, timed_out=timed_out.is_set(),
         duration_s=round(duration, 3), peak_rss_mb=round(watch.peak_total_kib / 1024, 1),
         peak_process_mb=round(watch.peak_process_kib / 1024, 1), log=buffer.text(),
-        files=_untar(bytes(tar_bytes)), uid=uid, peak_processes=watch.peak_processes,
+        files=_untar(bytes(tar_bytes)), uid=uid, peak_processes=watch.peak_processes, peak_threads=watch.peak_threads,
         peak_vm_mb=round(watch.peak_vm_kib / 1024, 1),
     )
     result.limit_hit = classify_limit(result, limits)

@@ -163,3 +163,28 @@ def test_the_run_is_an_unprivileged_uid_without_capabilities():
     assert result.uid != 0
     assert "CapEff:\t0000000000000000" in result.log
     assert "NoNewPrivs:\t1" in result.log
+
+
+def test_a_thread_that_cannot_map_its_stack_under_the_address_space_cap_is_a_memory_stop():
+    # pthread_create answers EAGAIN both at the task limit and when the stack cannot be mapped: far from the
+    # task limit, the cap on the address space is what stopped the run
+    result = py("import threading, time\nthreading.stack_size(256 * 1024 * 1024)\n"
+                "threads = [threading.Thread(target=time.sleep, args=(2,)) for _ in range(8)]\n"
+                "[t.start() for t in threads]", address_space_mb=700)
+    assert "can't start new thread" in result.log, result.log
+    assert result.peak_threads < 64 and result.limit_hit == "memory", (result.peak_threads, result.limit_hit)
+
+
+def _finished(log: str, *, threads: int, processes: int = 256) -> str | None:
+    done = sandbox.SandboxResult(exit_status=1, signal=None, timed_out=False, duration_s=1.0, peak_rss_mb=1.0,
+                                 peak_process_mb=1.0, log=log, peak_threads=threads)
+    return sandbox.classify_limit(done, SandboxLimits(processes=processes))
+
+
+def test_which_limit_a_failed_run_hit_is_read_from_its_log_and_its_task_count():
+    thread_refused = "RuntimeError: can't start new thread"
+    assert _finished(thread_refused, threads=12) == "memory"
+    assert _finished(thread_refused, threads=250) == "processes"
+    assert _finished("sh: fork: retry: Resource temporarily unavailable", threads=3) == "processes"
+    assert _finished("ImportError: libgomp.so.1: failed to map segment from shared object", threads=2) == "memory"
+    assert _finished("ValueError: bad value", threads=2) is None

@@ -178,8 +178,9 @@ class Collector:
         core = decorations.core(body)
         if prefixed.rank is None and core is not body:
             # "2024-05-01 10:00:00 [rank1]: ..." / a bar glued before "[rank1]:" / "[time] rank=3 | ...": the
-            # rank follows the decorations; or a logger put it among them ("10:00:00 [RANK 2] ERROR ...")
-            inner = split_prefix(core) if ("[" in core[:12] or "ank" in core[:8]) else None
+            # rank follows the decorations ("trainer-1  | 3: ..." is srun's label behind compose's tag); or a logger
+            # put it among them ("10:00:00 [RANK 2] ERROR ...")
+            inner = split_prefix(core) if ("[" in core[:12] or "ank" in core[:8] or core[:1].isdigit()) else None
             if inner is not None and inner.rank is not None:
                 prefixed, core = inner, decorations.core(inner.text)
                 out.prefix_styles.add(inner.style)
@@ -207,7 +208,7 @@ class Collector:
             rank = self._spawn_rank.get(source)
         rank = self._logged_traceback_rank(source, lineno, core, rank)
         if rank is not None and "pid=" in body[:60]:
-            raytrain.learn_actor_rank(out.launcher, body, rank)
+            raytrain.learn_actor_rank(out.launcher, decorations.without_collector_lead(body), rank)
         out.seq += 1
         # an error.json repeats what the rank's own log says; cite the log when both have it
         seq = out.seq + (10**9 if self._in_error_file else 0)
@@ -238,7 +239,7 @@ class Collector:
         earlier = assembler.last_finished
         assembler.feed(lineno, core, seq, t)
         if not was_open and not assembler.open and len(out.tracebacks) == finished_before:
-            self._bare_exception(source, lineno, core, rank, seq, t)
+            self._bare_exception(source, lineno, core, rank, seq, t, led=_has_collector_lead(body))
         if len(out.tracebacks) > finished_before:
             finished = out.tracebacks[-1]
             if source in self._logged_tb and finished.rank == self._logged_tb[source][0]:
@@ -296,7 +297,8 @@ class Collector:
             return last[0]
         return None
 
-    def _bare_exception(self, source, lineno, body, rank, seq, t) -> None:
+    def _bare_exception(self, source, lineno, body, rank, seq, t, led: bool) -> None:
+        """body: the line's core; led: the line as collected carries a collector's lead (so will its wrapped rest)."""
         parsed = parse_exception_line(body)
         if (
             parsed is None
@@ -316,7 +318,7 @@ class Collector:
             "t": t,
         }
         self.out.bare_exceptions.append(item)
-        self.pending_message = [item, source, rank, 3, _has_collector_lead(body)]
+        self.pending_message = [item, source, rank, 3, led]
 
     def _continue_message(self, source, rank, body) -> bool:
         """Wrapped exception messages ("... 64 != 4 *" / "8 * 1", "Last error:" / "Duplicate GPU ...")."""

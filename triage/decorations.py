@@ -64,15 +64,18 @@ _STEPS = [
     # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "
     re.compile(r"\((?:[\w.:\-]+\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]
+# `docker compose logs`: "trainer-1  | ", "proj_trainer_1  | " (the service's replica number, then a bar)
+_COMPOSE = re.compile(r"[A-Za-z][\w.\-]{0,62}[-_]\d{1,3}\s+\|\s?")
 # what a log collector puts before every line, whatever the program printed: a quote, timestamps, the
-# container runtime's stream marker, `kubectl logs --prefix`'s "[pod/name/container] ", a logging level
-_COLLECTOR = [_QUOTE, _TIMESTAMP, _CRI, _SYSLOG, _CLOCK_STEP, _LEVEL_STEP, _POD_TAG]
+# container runtime's stream marker, `kubectl logs --prefix`'s "[pod/name/container] ", a logging level,
+# compose's service tag
+_COLLECTOR = [_QUOTE, _TIMESTAMP, _CRI, _SYSLOG, _CLOCK_STEP, _LEVEL_STEP, _POD_TAG, _COMPOSE]
 
 
 def without_collector_lead(text: str) -> str:
     """The line as the program printed it: a collector's timestamps, quote marks, pod tag or level peeled
     (launcher blocks are read from here: "2024-05-06T07:08:09Z   exitcode  : -9 (pid: 41)")."""
-    if not text or not (text[0].isdigit() or text[0] in "[>sJFMAOND"):
+    if not text or not (text[0].isdigit() or text[0] in "[>sJFMAOND" or _COMPOSE.match(text)):
         return text
     out = text
     for _ in range(4):

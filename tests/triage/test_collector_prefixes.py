@@ -58,6 +58,22 @@ _pickle.UnpicklingError: Weights only load failed. Re-running `torch.load` with 
 \tWeightsUnpickler error: Unsupported global: GLOBAL argparse.Namespace was not an allowed global by default.
 """
 
+# `srun --label` task numbers, nothing else
+SRUN_LABELS = """\
+0: step 3 loss 2.01
+1: Traceback (most recent call last):
+1:   File "/opt/job/train.py", line 40, in <module>
+1:     dist.init_process_group("nccl")
+1: torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying to connect to (head-node, 29500).
+"""
+
+# an exception line with no traceback header above it (a rich box's message) whose message wraps
+BARE_WRAPPED = """\
+step 40/1200 loss 1.93
+ValueError: per_device_train_batch_size 16 times gradient_accumulation_steps 3 does not
+divide the global batch 100 set by train_batch_size
+"""
+
 TRANSFORMS = {
     "plain": lambda line: line,
     "kubectl-timestamps": lambda line: "2026-11-05T08:01:12.123456789Z " + line,
@@ -65,6 +81,7 @@ TRANSFORMS = {
     "pod-tag": lambda line: "[pod/trainer-0/main] " + line,
     "logging-level": lambda line: "2026-11-05 08:01:12,123 - ERROR - " + line,
     "json-records": lambda line: json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-11-05T08:01:12Z"}),
+    "compose-service": lambda line: "trainer-1  | " + line,
 }
 
 
@@ -75,13 +92,17 @@ TRANSFORMS = {
     (HOROVOD, ("version_mismatch", "ImportError", 2)),
     (PDSH, ("nccl_error", "DistBackendError", 7)),
     (WRAPPED_MESSAGE, ("version_mismatch", "UnpicklingError", None)),
-], ids=["srun-ranks", "root-cause-block", "horovod", "pdsh-host", "wrapped-message"])
+    (BARE_WRAPPED, ("config_invalid", "ValueError", None)),
+    (SRUN_LABELS, ("rendezvous", "DistNetworkError", 1)),
+], ids=["srun-ranks", "root-cause-block", "horovod", "pdsh-host", "wrapped-message", "bare-wrapped", "srun-labels"])
 def test_a_collectors_lead_changes_nothing(tmp_path, name, text, want):
     log = tmp_path / "log.txt"
     log.write_text("\n".join(TRANSFORMS[name](line) for line in text.splitlines()) + "\n")
     result = diagnose([log])
     got = (result.category, result.root_cause.exception if result.root_cause else None, result.failing_rank)
     assert got == want
+    if text is BARE_WRAPPED:  # the wrapped rest of the message is read through the lead too
+        assert "divide the global batch 100" in result.root_cause.message
 
 
 def test_a_trial_id_and_a_column_bar_before_the_exception(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from triage_helpers import write
 
 from triage import diagnose
@@ -241,7 +242,8 @@ def test_a_ranks_own_network_transport_failure_is_why_the_others_timed_out(tmp_p
     assert (result.category, result.failing_rank) == ("nccl_error", 2)
 
 
-def test_a_ray_actors_pid_seen_with_its_rank_tag_names_the_rank_of_its_remote_error(tmp_path):
+@pytest.mark.parametrize("lead", ["", "2026-11-28T03:41:10.550Z "], ids=["driver-log", "kubectl-timestamps"])
+def test_a_ray_actors_pid_seen_with_its_rank_tag_names_the_rank_of_its_remote_error(tmp_path, lead):
     log = ("(WorkerDict pid=700) [rank0]:[W1128 03:41:10.550118213 ProcessGroupNCCL.cpp:4718] using GPU 0\n"
            "(WorkerDict pid=811, ip=10.0.0.3) [rank3]:[W1128 03:41:15.555118213 ProcessGroupNCCL.cpp:4718] using GPU 1\n"
            "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.compute_log_prob() (pid=811, ip=10.0.0.3)\n"
@@ -249,6 +251,7 @@ def test_a_ray_actors_pid_seen_with_its_rank_tag_names_the_rank_of_its_remote_er
            "    output = self.actor.compute_log_prob(data)\n"
            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 10.18 GiB. GPU 1 has a total capacity of "
            "79.25 GiB of which 6.1 GiB is free.\n")
+    log = "".join(lead + line for line in log.splitlines(keepends=True))
     result = diagnose([write(tmp_path / "driver.log", log)])
     assert (result.category, result.failing_rank) == ("gpu_oom", 3)
 

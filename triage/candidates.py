@@ -323,8 +323,12 @@ def _handled_tracebacks(collected: Collected) -> set[int]:
                 continue
             for later in items[index + 1 :]:
                 chained = later.chained_to_previous and _origin(later) is _origin(tb)
+                origin = _origin(later)
+                # the same failure again (an elastic restart, a log pasted twice): not a sign it was caught
+                again = origin.exception == tb.exception and origin.message == tb.message
                 if (
                     not chained
+                    and not again
                     and later.exception != tb.exception
                     and later.exception not in _WRAPPERS
                     and later.exception not in exceptions.CASCADE_EXCEPTIONS

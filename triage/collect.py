@@ -46,6 +46,8 @@ EXTRA_LITERALS = (
 _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # c10 logging: [W304 ...] / [W0304
 _LOGGED_ERROR = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\b[Ee]xception\b")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
+# a tqdm bar, labelled or not ("Map (num_proc=32):  71%|███"): another stream's output, never a message's rest
+_PROGRESS_BAR = re.compile(r"\d%\|")
 _NOT_CONTINUATION = re.compile(
     r"(?:Original )?Traceback|During handling|The above exception|File \"|[\[│╭╰┃|]|frame #|\d+%\||"
     r"(?:INFO|WARNING|ERROR|DEBUG)\b|\w+:\d+:\d+ |"
@@ -352,6 +354,7 @@ class Collector:
             # (a message that ends announcing a list, "Error(s) in loading state_dict for X:", takes long lines)
             or (len(stripped) > 400 and not so_far.rstrip().endswith(":"))
             or _NOT_CONTINUATION.match(stripped)
+            or _PROGRESS_BAR.search(stripped)
             or parse_exception_line(stripped) is not None
             or _LAUNCHER_LINE.search(stripped)
             or timestamps.parse(stripped) is not None

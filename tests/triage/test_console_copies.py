@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import html
 
+from triage_helpers import write as write_log
+
 from triage import diagnose
 from triage.unwrap import unwrap, wrap_width
 
@@ -134,3 +136,31 @@ def test_a_json_loggers_records_keep_their_rank_and_exception(tmp_path):
     text = "\n".join(_json.dumps(record) for record in records) + "\n"
     category, exception, rank = answer(tmp_path, text)
     assert (category, exception, rank) == ("data_schema", "KeyError", 3)
+
+
+CACHE_WRITE = """\
+Map (num_proc=16):  64%|██████▍   | 20480/32000 [03:11<01:48, 106.2 examples/s]
+Traceback (most recent call last):
+  File "/opt/env/lib/python3.11/site-packages/datasets/arrow_writer.py", line 601, in write_batch
+    self.write_table(table, writer_batch_size)
+  File "pyarrow/error.pxi", line 92, in pyarrow.lib.check_status
+OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/home/ops/prep/tokenize_corpus.py", line 41, in <module>
+    corpus = corpus.map(encode, batched=True, num_proc=16)
+datasets.builder.DatasetGenerationError: An error occurred while generating the dataset
+"""
+
+
+def test_the_same_failure_twice_reads_like_once(tmp_path):
+    # an elastic restart, or a paste repeated: the second copy is the same failure again, so the first copy's
+    # write error is not "caught" because another traceback follows it, and the next copy's progress bar is
+    # not the rest of the first copy's message
+    once = diagnose([write_log(tmp_path / "once.log", CACHE_WRITE)])
+    twice = diagnose([write_log(tmp_path / "twice.log", CACHE_WRITE + CACHE_WRITE)])
+    assert (once.category, once.root_cause.exception) == ("storage", "OSError")
+    assert (twice.category, twice.root_cause.exception) == ("storage", "OSError")
+    assert "num_proc" not in twice.root_cause.message

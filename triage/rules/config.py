@@ -19,6 +19,20 @@ RULES = [
         "torch.compile's backend (Triton) does not support this GPU: turn torch_compile off, or run on a newer GPU",
     ),
     rule(
+        "config.kernel_out_of_resources",
+        "config_invalid",
+        ROOT,
+        ["out of resource:"],
+        # a Triton kernel (a fused-kernel library, a custom kernel, inductor's) launched with block sizes or
+        # stages that need more of the GPU's on-chip shared memory or registers than this GPU model has
+        r"OutOfResources\b.{0,40}out of resource: (?:shared memory|registers|threads)|"
+        r"^\W*out of resource: (?:shared memory|registers), Required: \d+",
+        ["fix_config", "pin_versions"],
+        0.8,
+        "a GPU kernel (Triton) asks for more on-chip shared memory or registers than this GPU has: turn the "
+        "fused kernel off for this GPU, or lower its block size / stages, or use a kernel release that fits it",
+    ),
+    rule(
         "config.mixed_dtensor",
         "config_invalid",
         ROOT,

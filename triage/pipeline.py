@@ -10,7 +10,14 @@ from pathlib import Path
 from triage import fixes as fix_builders
 from triage import memory as memory_module
 from triage.collect import Collector
-from triage.commandline import launch_shape, node_layout, node_offset, parse_command, parse_script
+from triage.commandline import (
+    launch_shape,
+    node_layout,
+    node_offset,
+    parse_command,
+    parse_script,
+    with_launcher_config,
+)
 from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
@@ -46,7 +53,8 @@ def diagnose(
 ) -> Diagnosis:
     configs = {Path(path).name: load_config(path) for path in config_paths}
     data_sample = load_data_sample(data_path) if data_path else None
-    shape = launch_shape(parse_command(command)) if command else None
+    parsed = parse_command(command) if command else None
+    shape = with_launcher_config(launch_shape(parsed) if parsed else None, parsed, configs)
     nproc = shape.per_node if shape and shape.stated else None
     command_world = shape.world if shape and shape.stated else None
     layout = node_layout(parse_script(command)) if command else None
@@ -59,7 +67,7 @@ def diagnose(
         collector.add(source)
     collected = collector.out
     # one node's own launch line: its launcher's local ranks start at that node's first global rank
-    collected.launcher.resolve_ranks(node_offset(parse_command(command)) if command and not layout else 0)
+    collected.launcher.resolve_ranks(node_offset(parsed) if parsed and not layout else 0)
     world_size = _world_size(collected, command_world, default_world)
     verdict = decide(collected, world_size)
     try:

@@ -373,3 +373,81 @@ def test_cpu_set_16s_forms_settings_paths_and_rows(tmp_path):
                                     "label = LABELS.index(row['intent'])")],
                                "ValueError: 'cancellation' is not in list")
     assert _run(tmp_path, unknown_label, name="label.log").category == "data_schema"
+
+
+_TORCH = "/venv/lib/python3.11/site-packages/torch"
+
+
+def test_tensor_sizes_that_disagree_are_the_scripts_at_its_own_call_and_the_datas_in_its_collate(tmp_path):
+    # (cpu_blind17's forms) a loss called at the script's line with a squeezed [1] batch; a collate whose tags
+    # and tokens differ in length for one row
+    loss = _run(tmp_path, _traceback(1, [
+        ('File "/jobs/intent/train.py", line 144, in main',
+         'loss = F.binary_cross_entropy_with_logits(out["escalate"].squeeze(), batch["esc"])'),
+        (f'File "{_TORCH}/nn/functional.py", line 3689, in binary_cross_entropy_with_logits', "raise ValueError("),
+    ], "ValueError: Target size (torch.Size([1])) must be the same as input size (torch.Size([]))"))
+    assert (loss.category, loss.failing_rank, loss.fixes[0]["kind"]) == ("code_bug", 1, "fix_code")
+    collate = _run(tmp_path, _traceback(3, [
+        (f'File "{_TORCH}/utils/data/_utils/fetch.py", line 55, in fetch', "return self.collate_fn(data)"),
+        ('File "/jobs/ner/train.py", line 61, in collate', "labels[i, : len(tags)] = torch.tensor(tags)"),
+    ], "RuntimeError: The expanded size of the tensor (11) must match the existing size (12) at non-singleton "
+       "dimension 0.  Target sizes: [11].  Tensor sizes: [12]"), name="collate.log")
+    assert (collate.category, collate.failing_rank) == ("data_pipeline", 3)
+
+
+def test_a_collective_refusing_the_arguments_one_rank_passed_is_the_scripts_call(tmp_path):
+    result = _run(tmp_path, _traceback(2, [
+        ('File "/jobs/intent/train.py", line 170, in summarize', "dist.gather_object(mine, gathered, dst=0)"),
+        (f'File "{_TORCH}/distributed/distributed_c10d.py", line 3611, in gather_object',
+         "_validate_output_list_for_rank(my_rank, dst, object_gather_list)"),
+        (f'File "{_TORCH}/distributed/distributed_c10d.py", line 2998, in _validate_output_list_for_rank',
+         "raise ValueError("),
+    ], "ValueError: Argument ``gather_list`` must NOT be specified on non-destination ranks."))
+    assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("code_bug", 2, "fix_code")
+
+
+def test_a_module_attribute_named_by_a_setting_is_the_setting_and_one_named_in_the_code_a_release(tmp_path):
+    lookup = (f'File "{_TORCH}/__init__.py", line 2963, in __getattr__',
+              "raise AttributeError(f\"module '{__name__}' has no attribute '{name}'\")")
+    by_setting = _run(tmp_path, _traceback(2, [
+        ('File "/jobs/intent/train.py", line 122, in main', 'dtype = getattr(torch, os.environ.get("TRAIN_DTYPE"))'),
+        lookup], "AttributeError: module 'torch' has no attribute 'bf16'"))
+    assert (by_setting.category, by_setting.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    in_code = _run(tmp_path, _traceback(2, [
+        ('File "/jobs/intent/train.py", line 122, in main', "model = torch.compiler.compile(model)"),
+        lookup], "AttributeError: module 'torch' has no attribute 'compiler'"), name="release.log")
+    assert in_code.category == "version_mismatch"
+
+
+def test_an_adapter_library_refusing_a_target_module_is_the_adapter_settings(tmp_path):
+    peft = "/venv/lib/python3.11/site-packages/peft/tuners"
+    result = _run(tmp_path, _traceback(1, [
+        ('File "/jobs/lora/train.py", line 48, in main', "model = get_peft_model(model, LoraConfig(**cfg.lora))"),
+        (f'File "{peft}/tuners_utils.py", line 501, in inject_adapter',
+         "self._create_and_replace(peft_config, adapter_name, target, target_name, parent)"),
+        (f'File "{peft}/lora/model.py", line 241, in _create_new_module', "raise ValueError("),
+    ], "ValueError: Target module Block(\n  (attn): Attention()\n  (mlp): Mlp()\n) is not supported."))
+    assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+
+
+ACCELERATE_LEFT_ALONE = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/jobs/sft/run.py", line 101, in main
+[rank0]:     metrics = trainer.evaluate()
+[rank0]:   File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4287, in all_gather
+[rank0]:     work.wait()
+[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:63644. This is typically caused by a remote worker crashing.
+E1205 02:13:52.386000 28851 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0 (pid: 28855) of binary: /venv/bin/python
+"""
+
+
+def test_an_accelerate_config_states_the_world_the_command_leaves_to_it(tmp_path):
+    # rank 0 alone waits in a gather its peers, finished, never join: only a known world of 3 says so
+    config = tmp_path / "accelerate.yaml"
+    config.write_text("distributed_type: MULTI_GPU\nnum_machines: 1\nnum_processes: 3\nuse_cpu: true\n")
+    log = tmp_path / "run.log"
+    log.write_text(ACCELERATE_LEFT_ALONE)
+    command = "accelerate launch --config_file acc.yaml run.py --final_eval"
+    result = diagnose([log], command=command, config_paths=[config])
+    assert (result.world_size, result.category, result.failing_rank) == (3, "code_bug", 0)
+    assert diagnose([log], command=command).world_size != 3  # without the config nothing states it

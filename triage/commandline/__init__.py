@@ -5,10 +5,18 @@ from .check import check
 from .parse import Flag, LaunchCommand, Script, normalise_key, parse_command, parse_script, unparse
 from .rewrite import Rewrite, unified_diff
 from .tokens import Token, TokenLine, quote_like, tokenize
-from .world import LaunchShape, job_world, launch_shape, node_layout, node_offset, world_size
+from .world import (
+    LaunchShape,
+    job_world,
+    launch_shape,
+    node_layout,
+    node_offset,
+    with_launcher_config,
+    world_size,
+)
 
 __all__ = [
     "Flag", "LaunchCommand", "LaunchShape", "Rewrite", "Script", "Token", "TokenLine", "check", "job_world",
     "launch_shape", "node_layout", "node_offset", "normalise_key", "parse_command", "parse_script", "quote_like", "tokenize", "unified_diff",
-    "unparse", "world_size",
+    "unparse", "with_launcher_config", "world_size",
 ]

@@ -77,6 +77,23 @@ def launch_shape(cmd: LaunchCommand) -> LaunchShape:
     return LaunchShape(None, 1, False, "launcher does not state it")
 
 
+def with_launcher_config(shape: LaunchShape | None, cmd: LaunchCommand | None, configs: dict) -> LaunchShape | None:
+    """`accelerate launch --config_file x.yaml` states no count on its line: the config it names does
+    (`num_processes`, every machine's processes, over `num_machines`). Used when that config was uploaded
+    and the command (or no command at all) leaves the count to it."""
+    if shape is not None and (shape.stated or cmd is None or cmd.launcher != "accelerate"):
+        return shape
+    for config in configs.values():
+        if not isinstance(config, dict) or "distributed_type" not in config:
+            continue
+        processes = _int(str(config.get("num_processes", "")))
+        machines = _int(str(config.get("num_machines", 1))) or 1
+        if processes and processes % machines == 0:
+            return LaunchShape(processes // machines, machines, True,
+                               f"accelerate config: num_processes {processes} over {machines} machine(s)")
+    return shape
+
+
 def world_size(cmd: LaunchCommand) -> tuple[int | None, str]:
     """(processes, how it was derived) as the command states them; (None, reason) when it cannot tell.
     A launcher default (bare torchrun: 1) counts: use job_world to weigh it against the logs."""

@@ -209,6 +209,8 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     (re.compile(r"deepspeed[/.]runtime[/.](?:config|zero[/.]config|swap_tensor)|training_args|accelerate[/.]utils[/.]dataclasses|"
                 r"(?:hf_)?argparser|fsdp_utils|accelerator\.py|accelerate[/.]commands[/.]config|"
                 r"transformers[/.]optimization|lr_scheduler"), "config_invalid", ["fix_config"]),
+    # an adapter library's injection and config code: the adapter settings (target modules, ranks) do not fit
+    (re.compile(r"peft[/.](?:tuners|config\.py|mapping)"), "config_invalid", ["fix_config"]),
     (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"
                 r"collator|tokenization_utils"), "data_pipeline", ["fix_data_file", "convert_data_format"]),
     # a model's own configuration class (or the auto mapping) rejecting a checkpoint's config.json: the
@@ -235,7 +237,8 @@ _FROM_FILE = re.compile(r"cannot import name ['\"](\w+)['\"] from ['\"]([\w.]+)[
 
 def own_module(text: str, frames: list[dict]):
     """A module that is no package, imported by the script's own code: the project's own file is missing
-    from this process's copy of the code or path (an unsynced node, another working directory).
+    from this process's copy of the code or path (an unsynced node, another working directory). Or an
+    attribute the script looked up by a name from a setting (`getattr(torch, cfg.dtype)`): the setting.
     (category, fixes, summary), or None when the module is installed software or a library imports it."""
     shadow = _FROM_FILE.search(text or "")
     if shadow and not library_file(shadow.group(3)):
@@ -250,6 +253,12 @@ def own_module(text: str, frames: list[dict]):
         return ("code_bug", ("fix_code", "fix_path"),
                 f"the project's own module {module!r} ({path}) has no {name!r}: the code on this node is another "
                 "version of it")
+    named = _DYNAMIC_ATTRIBUTE.search(text or "")
+    if named and _names_from_a_value(named.group(1), frames):
+        return ("config_invalid", ("fix_config",),
+                f"the script looks up an attribute of {named.group(1)!r} by a name taken from a setting or an "
+                f"environment variable, and {named.group(2)!r} is no such name (a misspelt dtype, optimizer or "
+                "class name): correct the setting")
     module = missing_module(text)
     while frames and "importlib" in str(frames[-1].get("file", "")):  # import_module(name): the caller imports
         frames = frames[:-1]
@@ -258,6 +267,17 @@ def own_module(text: str, frames: list[dict]):
     return ("code_bug", ("fix_path", "fix_code"),
             f"the script imports its own module {module!r}, which is not on this process's path: the node's copy "
             "of the code lacks it, or the job runs from another directory or PYTHONPATH")
+
+
+_DYNAMIC_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
+
+
+def _names_from_a_value(module: str, frames: list[dict]) -> bool:
+    """The script's own line is `getattr(torch, <not a literal>)`: the name came from a setting."""
+    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
+    code = str(own[-1].get("code", "")) if own else ""
+    alias = re.escape(module.rsplit(".", 1)[-1])
+    return bool(re.search(rf"\bgetattr\(\s*[\w.]*\b{alias}\s*,\s*(?![\"'])", code))
 
 
 _MODEL_LOADING = re.compile(r"from_pretrained|load_state_dict|load_checkpoint|_load_pretrained|load_model|load_adapter")
@@ -371,6 +391,12 @@ def explain(
     if exception == "StopIteration" and in_data:
         return ("data_corrupt", ["fix_data_file", "fix_config"], 0.45,
                 "the data loader had nothing to give (an empty file or shard)")
+    if exception == "ValueError" and frames and _COLLECTIVE_API.search(str(frames[-1].get("file", ""))) \
+            and _ARGUMENT_CHECK.search(str(frames[-1].get("function", ""))) and user_frames:
+        # torch.distributed's collective functions checking their own arguments (a gather list on a rank that
+        # is not the destination, an object list of the wrong length): the script's call does not fit the rank
+        return ("code_bug", ["fix_code"], 0.45,
+                f"torch.distributed refused the arguments the script passed on this rank ({frames[-1].get('function')})")
     if exception in ("ValueError", "AssertionError") and frames and _VALIDATING.search(
         str(frames[-1].get("function", ""))
     ):
@@ -452,6 +478,16 @@ def explain(
             return ("data_pipeline", ["fix_data_file", "convert_data_format"], 0.35,
                     f"a {exception} in data-handling frames")
         return "code_bug", ["fix_code"], WEIGHT, f"a {exception} inside a library called by the script"
+    if exception in ("RuntimeError", "ValueError") and _SIZES_DISAGREE.search(message) and frames:
+        if in_data:
+            # a collate or preprocessing step whose pieces of one row or batch disagree in length
+            return ("data_pipeline", ["fix_data_file", "fix_code"], 0.35,
+                    "tensor sizes that disagree inside the data-handling code (a row whose parts differ in length)")
+        if called_from_user_code(frames) and not any(
+                _MODEL_LOADING.search(str(frame.get("function", ""))) for frame in frames):
+            # a torch op or loss called at the script's own line with tensors whose sizes do not fit
+            return ("code_bug", ["fix_code"], 0.35,
+                    "a tensor op the script's own line calls was given tensors whose sizes do not fit")
     if exception == "RuntimeError" and raised_in_user_code and not in_data and _SHAPE_BUG.search(message):
         # a tensor op at the script's own line given a shape it cannot take (a view/reshape with sizes written
         # for a full batch, meeting the last partial one; matrices that do not chain)
@@ -462,6 +498,28 @@ def explain(
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
     return None
+
+
+# torch's collective API module (its argument checks), not the elastic launcher or the checkpointing code
+_COLLECTIVE_API = re.compile(r"torch[/\\]distributed[/\\]distributed_c10d\.py$")
+_ARGUMENT_CHECK = re.compile(r"^_?(?:validate|check|ensure)\w*")
+# tensors whose sizes disagree: torch's own words for it across ops and losses
+_SIZES_DISAGREE = re.compile(
+    r"size \(?torch\.Size\(\[[\d, ]*\]\)\)? must be the same as input size|"
+    r"The (?:expanded )?size of (?:the )?tensor (?:a )?\(\d+\) must match the (?:existing )?size|"
+    r"Expected input batch_?size \(\d+\) to match target batch_?size \(\d+\)|"
+    r"stack expects each tensor to be equal size|Sizes of tensors must match except in dimension"
+)
+# torch's own Python layers between a script's call and the raise (functional, the loss and layer modules)
+_TORCH_OP = re.compile(r"torch[/\\](?:nn[/\\]|functional\.py|_tensor\.py|_refs|autograd[/\\])")
+
+
+def called_from_user_code(frames: list[dict]) -> bool:
+    """The exception was raised at the script's own line, or in torch's op layers it called directly."""
+    index = len(frames) - 1
+    while index >= 0 and _TORCH_OP.search(str(frames[index].get("file", ""))):
+        index -= 1
+    return index >= 0 and not library_file(str(frames[index].get("file", "")))
 
 
 _SIGNATURE = re.compile(

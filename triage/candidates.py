@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from triage import rules
+from triage import rules, timestamps
 from triage.collected import Collected, Hit
 from triage.ranks import mentioned_rank
 from triage.rules import CONFIRMATION, HINT, ROOT, exceptions, signals
@@ -348,10 +348,18 @@ def _signal_candidates(collected: Collected) -> list[Candidate]:
                 rank = item.rank if item.rank is not None else item.local_rank
                 out.append(Candidate(
                     meaning.category, meaning.weight, list(meaning.fixes), meaning.id, meaning.summary, rank,
-                    item.source, item.line, item.text, 10**9, None,
+                    item.source, item.line, item.text, 10**9, _exit_time(item, collected.year),
                     {"exit_code": item.exit_code, "signal": next(iter(meaning.names))},
                 ))
     return out
+
+
+def _exit_time(item, year: int | None) -> float | None:
+    """When the launcher saw the rank end: its own line's clock, or the Root Cause block's `time` field."""
+    when = timestamps.parse(item.text or "", year)
+    if when is None and item.time:
+        when = timestamps.parse(item.time.replace("_", " "), year)
+    return when
 
 
 NATIVE_CRASH_WEIGHT = 0.5  # a signal with the script's own frame innermost: its call into native code

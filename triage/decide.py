@@ -388,6 +388,23 @@ def _cause_behind_wait(pool: list[Candidate]) -> Candidate | None:
     return causes[0]
 
 
+# what a launcher's record of a rank killed outright means (the OOM killer's SIGKILL, a crash's signal)
+_KILLED = frozenset({"host_oom", "code_bug", "hardware"})
+
+
+def _killed_before_timeouts(pool: list[Candidate], first_report: dict) -> list[Candidate]:
+    """A rank the launcher saw killed (no exception of its own), by the clock before any peer's watchdog
+    fired, that reported no timeout itself: the peers waited for the dead rank (a Slurm cgroup's OOM kill
+    half an hour before the watchdogs)."""
+    fired = [item.t for item in pool if item.category == "nccl_timeout" and item.t is not None]
+    if not fired:
+        return []
+    return [item for item in pool
+            if item.category in _KILLED and item.traceback is None and item.seq >= 10**9
+            and item.rank is not None and item.rank not in first_report
+            and item.t is not None and item.t < min(fired)]
+
+
 def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Candidate | None:
     """A collective times out because some rank stopped calling it. When a rank raised an exception of
     its own (not a communication error, not a wrapper, not itself about the timeout), that exception is
@@ -415,6 +432,8 @@ def _exception_behind_timeout(collected: Collected, pool: list[Candidate]) -> Ca
         # others then waited on it
         causes = [item for item in pool if item.rule_id == "nccl.network" and item.rank is not None
                   and item.rank not in first_report and first_report]
+    if not causes:
+        causes = _killed_before_timeouts(pool, first_report)
     if not causes:
         return None
     causes.sort(key=_order)

@@ -266,3 +266,21 @@ def test_a_traceback_logged_under_a_ranked_logger_line_is_that_ranks(tmp_path):
            "2026-11-30 04:13:03,100 [rank0] INFO train: step 401 loss 2.0\n")
     result = diagnose([write(tmp_path / "train.log", log)])
     assert (result.category, result.failing_rank) == ("data_corrupt", 1)
+
+
+def test_a_rank_killed_before_any_watchdog_fired_is_why_its_peers_timed_out(tmp_path):
+    # node 1's launcher saw local rank 1 (global 3) SIGKILLed; half an hour later node 0's watchdogs fire
+    node0 = "".join(
+        f"[rank{r}]:[E1020 20:07:58.{r}00000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=880, OpType=ALLGATHER, Timeout(ms)=1800000) ran for 1800012 "
+        "milliseconds before timing out.\n" for r in (0, 1))
+    node1 = ("E1020 19:37:58.902000 7101 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+             "(exitcode: -9) local_rank: 1 (pid: 90417) of binary: /opt/env/bin/python3.11\n")
+    result = diagnose([write(tmp_path / "node0.out", node0), write(tmp_path / "node1.out", node1)],
+                      command="torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 train.py")
+    assert (result.category, result.failing_rank) == ("host_oom", 3)
+    # killed after the watchdogs fired, the rank is their victim, not their cause
+    late = node1.replace("19:37:58", "20:09:30")
+    result = diagnose([write(tmp_path / "a.out", node0), write(tmp_path / "b.out", late)],
+                      command="torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 train.py")
+    assert result.category == "nccl_timeout"

@@ -322,3 +322,20 @@ def test_a_training_kill_puts_the_workers_first_where_the_run_shows_them(tmp_pat
     result = diagnose([write(tmp_path / "run.log", log + "\n")], command=command)
     assert result.category == "host_oom"
     assert [fix["kind"] for fix in result.fixes][:2] == ["reduce_dataloader_workers", "reduce_batch_size"]
+
+
+def test_a_node_the_scheduler_lost_is_hardware_and_the_fix_names_the_node(tmp_path):
+    from triage import diagnose
+
+    log = tmp_path / "sft-4411.err"
+    log.write_text(
+        "[rank3]:[E603 17:43:31.127351301 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+        "Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
+        "was a network error, NCCL version 2.21.5\n"
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+        "srun: error: Node failure on gpu-c19\n"
+        "slurmstepd: error: *** JOB 4411 ON gpu-c18 CANCELLED AT 2026-06-03T17:45:02 DUE TO NODE FAILURE, SEE "
+        "SLURMCTLD LOG FOR DETAILS ***\n")
+    result = diagnose([log])
+    assert result.category == "hardware"
+    assert any("--exclude=gpu-c19" in note for note in result.fixes[0]["notes"])

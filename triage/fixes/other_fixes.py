@@ -93,6 +93,9 @@ def replace_hardware(ctx, kind: str) -> dict:
              "(nvidia-smi -r) or reboot the node", "rerun the job on other nodes (srun --exclude=NODE)"]
     if gpu and gpu.group(1):
         notes.insert(0, f"the evidence names GPU {gpu.group(1)}")
+    node = re.search(r"Node failure on (\S+)", text)
+    if node:  # the scheduler's own word for the node it lost
+        notes.insert(0, f"the scheduler lost node {node.group(1)}: resubmit with --exclude={node.group(1)}")
     return edits.fix(kind, "Drain the node and reset or replace the faulty GPU",
                      "The GPU or its link reported a hardware fault; the same job fails again on that node.",
                      notes=notes, shell=["nvidia-smi -q -d ECC", "dmesg | grep -i xid"], cost="high")

@@ -35,6 +35,19 @@ RULES = [
         "a GPU stopped responding to the driver (Xid / fallen off the bus)",
     ),
     rule(
+        "hardware.node_failure",
+        "hardware",
+        ROOT,
+        ["Node failure", "NODE FAILURE", "NODE_FAIL"],
+        # the scheduler lost a node of the job (it stopped answering: power, kernel panic, a dead NIC or GPU
+        # board): every rank there vanished, and the peers' NCCL errors and timeouts follow from it
+        r"srun: error: Node failure on \S+|CANCELLED AT \S+ DUE TO NODE FAILURE|\bNODE_FAIL\b",
+        ["replace_hardware"],
+        0.85,
+        "the scheduler lost one of the job's nodes (node failure): drain that node, resubmit without it and "
+        "resume from the last checkpoint",
+    ),
+    rule(
         "hardware.unknown_error",
         "hardware",
         ROOT,

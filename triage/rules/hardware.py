@@ -38,14 +38,26 @@ RULES = [
         "hardware.node_failure",
         "hardware",
         ROOT,
-        ["Node failure", "NODE FAILURE", "NODE_FAIL"],
+        ["Node failure on"],
         # the scheduler lost a node of the job (it stopped answering: power, kernel panic, a dead NIC or GPU
         # board): every rank there vanished, and the peers' NCCL errors and timeouts follow from it
-        r"srun: error: Node failure on \S+|CANCELLED AT \S+ DUE TO NODE FAILURE|\bNODE_FAIL\b",
+        r"srun: error: Node failure on \S+",
         ["replace_hardware"],
         0.85,
         "the scheduler lost one of the job's nodes (node failure): drain that node, resubmit without it and "
         "resume from the last checkpoint",
+    ),
+    rule(
+        "hardware.job_node_failure",
+        "hardware",
+        ROOT,
+        ["NODE FAILURE", "NODE_FAIL"],
+        # the job's end record (slurmstepd, sacct): it names the node that reported it, not the node lost
+        r"CANCELLED AT \S+ DUE TO NODE FAILURE|\bNODE_FAIL\b",
+        ["replace_hardware"],
+        0.8,
+        "the scheduler ended the job for a node failure: drain the lost node (scontrol show node, sacct -j), "
+        "resubmit without it and resume from the last checkpoint",
     ),
     rule(
         "hardware.unknown_error",

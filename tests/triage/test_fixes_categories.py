@@ -339,3 +339,23 @@ def test_a_node_the_scheduler_lost_is_hardware_and_the_fix_names_the_node(tmp_pa
     result = diagnose([log])
     assert result.category == "hardware"
     assert any("--exclude=gpu-c19" in note for note in result.fixes[0]["notes"])
+
+
+def test_an_orchestrators_eviction_outranks_the_peers_connection_errors(tmp_path):
+    from triage import diagnose
+
+    describe = tmp_path / "describe-pod-ft-master-0.txt"
+    describe.write_text("Name:             ft-master-0\nStatus:           Failed\nReason:           Evicted\n"
+                        "Message:          The node was low on resource: ephemeral-storage. Threshold quantity: "
+                        "94490066534, available: 80229784Ki.\n")
+    worker = tmp_path / "ft-worker-0.log"
+    worker.write_text(
+        "2026-09-03T16:31:40.514Z [rank8]: torch.distributed.DistBackendError: NCCL error in: "
+        "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, remote process exited or there was a network "
+        "error, NCCL version 2.21.5\n"
+        "2026-09-03T16:32:20.771Z [rank8]: torch.distributed.DistNetworkError: failed to recv, got 0 bytes\n")
+    result = diagnose([describe, worker])
+    assert result.category == "storage"
+    assert [fix["kind"] for fix in result.fixes][:2] == ["free_disk", "fix_path"]
+    describe.write_text("    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")
+    assert diagnose([describe, worker]).category == "host_oom"

@@ -97,6 +97,18 @@ RULES = [
         "the kernel OOM killer ended a training process",
     ),
     rule(
+        "memory.container_oom_killed",
+        "host_oom",
+        ROOT,
+        ["OOMKilled", "low on resource: memory"],
+        # Kubernetes: the container hit its memory limit (its last state "Terminated, Reason: OOMKilled"), or
+        # the kubelet evicted the pod because the node ran low on memory
+        r"\bOOMKilled\b|low on resource: memory\b",
+        HOST_FIXES,
+        0.9,  # the orchestrator's own record: the pod's processes vanished, the peers' errors follow
+        "the container ran out of its memory limit (OOMKilled) or the node evicted the pod for memory",
+    ),
+    rule(
         "memory.launcher_killing",
         "host_oom",
         HINT,

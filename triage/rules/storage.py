@@ -39,6 +39,20 @@ def _stale_mount(text: str, frames: list[dict]):
 
 RULES = [
     rule(
+        "storage.pod_evicted_disk",
+        "storage",
+        ROOT,
+        ["ephemeral-storage", "ephemeral local storage", "local ephemeral storage"],
+        # Kubernetes evicted the pod: what it wrote to the container's own disk (checkpoints, caches under the
+        # working directory) passed the node's threshold or the container's ephemeral-storage limit
+        r"low on resource: ephemeral-storage|ephemeral local storage usage exceeds|"
+        r"exceeded its local ephemeral storage limit",
+        ["free_disk", "fix_path"],
+        0.9,  # the orchestrator's own record: the pod's processes vanished, the peers' errors follow
+        "the pod was evicted for filling its local (ephemeral) disk: write checkpoints and caches to a mounted "
+        "volume, or raise the ephemeral-storage limit",
+    ),
+    rule(
         "storage.no_space",
         "storage",
         ROOT,

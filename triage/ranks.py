@@ -104,7 +104,8 @@ def _split(line: str, midline: bool = True) -> Prefixed:
         rank, text, style = int(match.group(1) or match.group(2) or match.group(3)), text[match.end() :], "self"
         return Prefixed(rank=rank, host=host, text=text, style=style)
     match = _HOST.match(text)
-    if match and not text.startswith(("http", "https")):
+    # (a number alone is srun's task label "11: ", padded " 8: " below ten: never a host)
+    if match and not text.startswith(("http", "https")) and not match.group(1).isdigit():
         host, text, style = match.group(1), text[match.end() :], "host"
     match = _SRUN.match(text)  # (pdsh's "host: " may stand before srun's "N: ")
     if match:

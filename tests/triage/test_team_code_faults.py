@@ -451,3 +451,28 @@ def test_an_accelerate_config_states_the_world_the_command_leaves_to_it(tmp_path
     result = diagnose([log], command=command, config_paths=[config])
     assert (result.world_size, result.category, result.failing_rank) == (3, "code_bug", 0)
     assert diagnose([log], command=command).world_size != 3  # without the config nothing states it
+
+
+def test_the_global_rank_used_as_a_gpu_index_is_the_scripts_and_a_count_past_the_gpus_a_setting(tmp_path):
+    # srun --label pads task numbers to the widest ("11: ", " 8: "): both are task labels, never hosts
+    def ranks(code: str) -> str:
+        out = ""
+        for rank in (8, 11):
+            out += "".join(f"{rank:2d}: {line}\n" for line in (
+                "Traceback (most recent call last):",
+                '  File "/home/vit/dist_utils.py", line 19, in setup_distributed', f"    {code}",
+                '  File "/venv/lib/python3.12/site-packages/torch/cuda/__init__.py", line 567, in set_device',
+                "    torch._C._cuda_setDevice(device)",
+                "torch.AcceleratorError: CUDA error: invalid device ordinal"))
+        return out
+    by_rank = _run(tmp_path, ranks("torch.cuda.set_device(rank)"))
+    assert (by_rank.category, by_rank.failing_rank, by_rank.fixes[0]["kind"]) == ("code_bug", 8, "fix_code")
+    local = _run(tmp_path, ranks("torch.cuda.set_device(local_rank)"), name="local.log")
+    assert local.category == "config_invalid"
+
+
+def test_a_gpu_feature_for_a_newer_gpu_model_is_a_setting_for_another_gpu(tmp_path):
+    result = _run(tmp_path, _traceback(3, [
+        ('File "/lustre/titan/components/quantization/float8.py", line 60, in __init__', "raise ValueError("),
+    ], "ValueError: Failed to swap to Float8Linear because float8 is only supported on SM89 or later."))
+    assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")

@@ -6,6 +6,27 @@ import re
 
 from triage.rules import ROOT, rule
 
+# `torch.cuda.set_device(rank)` / `cuda:{SLURM_PROCID}`: the global rank used as a GPU index
+_GLOBAL_RANK_DEVICE = re.compile(r"(?:set_device\(|device\(\s*f?[\"']cuda:?\{?|\.to\(\s*)[^)]*?"
+                                 r"\b(?:rank|global_rank|world_rank|SLURM_PROCID|RANK|get_rank\(\))\b", re.IGNORECASE)
+
+
+def _device_from_global_rank(frames: list[dict]):
+    """The script's own line picks the GPU by the global rank: on the second node rank 8 asks for GPU 8."""
+    from triage.rules.exceptions import library_file
+
+    for frame in reversed(frames):
+        if library_file(str(frame.get("file", ""))):
+            continue
+        code = str(frame.get("code", ""))
+        if _GLOBAL_RANK_DEVICE.search(code) and "local" not in code.lower():
+            return ("code_bug", ("fix_code",),
+                    f"the script picks the GPU by the global rank ({code.strip()[:80]}): past the first node that "
+                    "index does not exist; use the local rank (LOCAL_RANK, SLURM_LOCALID)")
+        break
+    return None
+
+
 RULES = [
     rule(
         "config.gpu_too_old_for_compiler",
@@ -119,6 +140,7 @@ RULES = [
         0.85,
         "a process asked for a GPU index the machine does not have: more processes per node than visible GPUs "
         "(--nproc_per_node, CUDA_VISIBLE_DEVICES), or a device id written into the script",
+        within=lambda text, frames: _device_from_global_rank(frames),
     ),
     rule(
         "config.no_process_group",

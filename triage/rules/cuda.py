@@ -26,6 +26,19 @@ RULES = [
         "a cuBLAS/cuDNN call failed (commonly a CUDA toolkit/library build that does not match the GPU)",
     ),
     rule(
+        "cuda.cudnn_no_plan",
+        "cuda_error",
+        ROOT,
+        ["cuDNN Frontend error", "execution plan", "cudnn_frontend"],
+        # cuDNN's graph API (the cuDNN attention backend of SDPA, fused convolutions) has no kernel for this
+        # shape, dtype or GPU: a backend choice, not a broken GPU
+        r"cuDNN Frontend error|\[cudnn_frontend\] Error|No (?:valid )?execution plans? (?:support|found|built|for)",
+        ["fix_config", "pin_versions"],
+        0.85,
+        "cuDNN has no kernel plan for this operation's shape or dtype: turn its backend off for this op "
+        "(torch.backends.cuda.enable_cudnn_sdp(False), another attention implementation) or change releases",
+    ),
+    rule(
         "cuda.misaligned",
         "cuda_error",
         ROOT,

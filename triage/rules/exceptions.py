@@ -182,6 +182,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"\b[48]-?bit\b|quantiz|device_map|\byou (?:can't|cannot|can not|must|should|need to|have to)\b|"
          r"should be (?:a )?(?:positive|non-negative|greater|less|one of|between|at least|at most)|"
          r"only (?:works?|supported|available|runs?) (?:with|on|for) (?:gpus?|cuda)|"
+         # a feature the GPU model lacks (float8 before SM89, bf16 before Ampere): a setting for another GPU
+         r"\b(?:sm_?|SM ?)\d{2,3}\+? or (?:later|newer|above|higher)|compute capability (?:>= ?|of )?\d|"
          r"(?:is )?not available on this (?:machine|device|platform|system|hardware)|"
          r"\b(?:unknown|unsupported|invalid|unrecognized) [\w ]{0,20}(?:type|mode|value|option|strategy|choice|"
          r"method|scheduler|optimizer|loss)\b|"

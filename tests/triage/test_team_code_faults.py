@@ -476,3 +476,31 @@ def test_a_gpu_feature_for_a_newer_gpu_model_is_a_setting_for_another_gpu(tmp_pa
         ('File "/lustre/titan/components/quantization/float8.py", line 60, in __init__', "raise ValueError("),
     ], "ValueError: Failed to swap to Float8Linear because float8 is only supported on SM89 or later."))
     assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+
+
+def test_what_the_optimizer_and_the_compiler_refuse_and_a_folder_two_ranks_delete(tmp_path):
+    # (cpu_blind18's forms)
+    groups = _run(tmp_path, _traceback(0, [
+        ('File "/jobs/intent/train.py", line 90, in build_optimizer', "opt = torch.optim.AdamW(groups, lr=cfg.lr)"),
+        (f'File "{_TORCH}/optim/optimizer.py", line 1074, in add_param_group', "raise ValueError("),
+    ], "ValueError: some parameters appear in more than one parameter group"))
+    assert (groups.category, groups.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    compiled = _run(tmp_path, _traceback(1, [
+        ('File "/jobs/intent/train.py", line 120, in step', "logits = model(batch)"),
+        (f'File "{_TORCH}/_dynamo/eval_frame.py", line 841, in compile_wrapper', "raise e.with_traceback(None)"),
+    ], "torch._dynamo.exc.UserError: Could not guard on data-dependent expression u0 > 30.0"), name="c.log")
+    assert (compiled.category, compiled.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    raced = _run(tmp_path, _traceback(2, [
+        ('File "/jobs/intent/train.py", line 200, in evaluate', "shutil.rmtree(out_dir)"),
+        ('File "/usr/lib/python3.11/shutil.py", line 759, in rmtree', "_rmtree_safe_fd(fd, path, onerror)"),
+        ('File "/usr/lib/python3.11/shutil.py", line 690, in _rmtree_safe_fd', "os.unlink(entry.name, dir_fd=topfd)"),
+    ], "FileNotFoundError: [Errno 2] No such file or directory: 'eval-step01550'"), name="r.log")
+    assert (raced.category, raced.failing_rank) == ("code_bug", 2)
+
+
+def test_shapes_that_disagree_inside_the_optimizers_step_are_a_resumed_state_of_another_model(tmp_path):
+    result = _run(tmp_path, _traceback(0, [
+        ('File "/jobs/intent/train.py", line 150, in main', "optimizer.step()"),
+        (f'File "{_TORCH}/optim/adam.py", line 402, in _single_tensor_adam', "exp_avg.lerp_(grad, 1 - beta1)"),
+    ], "RuntimeError: The size of tensor a (64) must match the size of tensor b (48) at non-singleton dimension 1"))
+    assert (result.category, result.fixes[0]["kind"]) == ("model_load", "fix_path")

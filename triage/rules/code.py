@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.rules import HINT, ROOT, rule
+
+_OPTIMIZER_STEP = re.compile(r"torch[/\\]optim[/\\](?!optimizer\.py|lr_scheduler)\w+\.py$")
+
+
+def _optimizer_state_of_another_model(frames: list[dict]):
+    """Shapes that disagree inside the optimizer's own step (Adam's exp_avg against a gradient): the
+    optimizer state was loaded from a checkpoint of a model of another shape (a resume after a width change)."""
+    if frames and _OPTIMIZER_STEP.search(str(frames[-1].get("file", ""))):
+        return ("model_load", ("fix_path", "fix_config"),
+                "the optimizer's state does not fit the model's parameters: it was loaded from a checkpoint of a "
+                "model of another shape (resume from a checkpoint of this model, or skip the optimizer state)")
+    return None
+
 
 RULES = [
     rule(
@@ -112,6 +127,7 @@ RULES = [
         ["fix_code", "fix_config"],
         0.5,
         "tensor shapes do not fit each other",
+        within=lambda text, frames: _optimizer_state_of_another_model(frames),
     ),
     rule(
         "code.dtype_mismatch",

@@ -343,6 +343,15 @@ def explain(
                 "the conversation's turns are plain values, not {role, content} messages")
     if exception in ("TemplateSyntaxError", "UndefinedError"):
         return "data_pipeline", ["fix_config"], 0.5, f"the chat template itself is broken ({exception})"
+    if exception in _COMPILER_REFUSALS and "_dynamo" in (full_name or "") + " ".join(
+            str(frame.get("file", "")) for frame in frames[-3:]):
+        # torch.compile cannot trace what the script's model does (data-dependent control flow under fullgraph,
+        # an unsupported Python construct): rewrite that code, or compile without fullgraph
+        return ("code_bug", ["fix_code", "fix_config"], 0.45,
+                f"torch.compile could not trace the script's code ({exception})")
+    if exception == "ValueError" and frames and _OPTIMIZER_FILE.search(str(frames[-1].get("file", ""))):
+        # the optimizer refusing the parameter groups the script built (a parameter in two groups, an empty list)
+        return ("code_bug", ["fix_code"], 0.45, "the optimizer refused the parameter groups the script built")
     if _CONFIG_CLASS.match(exception):
         return "config_invalid", ["fix_config"], 0.55, f"the exception class {exception}"
     if exception in _DATA_CORRUPT or (full_name or "").lstrip("_") == "csv.Error":
@@ -524,6 +533,9 @@ def called_from_user_code(frames: list[dict]) -> bool:
     return index >= 0 and not library_file(str(frames[index].get("file", "")))
 
 
+# torch.compile's refusals to trace (torch._dynamo.exc)
+_COMPILER_REFUSALS = frozenset({"UserError", "Unsupported", "UncapturedHigherOrderOpError"})
+_OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
 _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"

@@ -192,8 +192,28 @@ def _timeout_culprit(
         stalled = _oldest_progress(collected, reporters)
         if stalled is not None:
             return stalled, "every rank reported the timeout; its last progress is the oldest"
+        alone = _fired_well_before(pool)
+        if alone is not None:
+            return alone, ("every rank reported the timeout, and this rank's watchdog fired well before any "
+                           "other's: it was the first to wait, out of step with the rest")
         return None, "every rank reported the timeout; the logs do not show which one stalled"
     return winner.rank, "the rank that reported the timeout"
+
+
+# watchdogs of ranks stuck in the same collective fire within a second or two of each other
+_WELL_BEFORE_S = 10.0
+
+
+def _fired_well_before(pool: list[Candidate]) -> int | None:
+    """The one rank whose watchdog fired, by the clock, well before every other rank's."""
+    first: dict[int, float] = {}
+    for item in pool:
+        if item.category == "nccl_timeout" and item.rank is not None and item.t is not None:
+            first[item.rank] = min(first.get(item.rank, item.t), item.t)
+    if len(first) < 2:
+        return None
+    order = sorted(first.items(), key=lambda pair: pair[1])
+    return order[0][0] if order[1][1] - order[0][1] >= _WELL_BEFORE_S else None
 
 
 def _odd_collective(pool: list[Candidate], reporters: list[int]) -> int | None:

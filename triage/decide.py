@@ -106,7 +106,11 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             and item.weight >= winner.weight - 0.06]
     if winner.category == "rendezvous" and not _WAITING.search(winner.text or ""):
         same = [item for item in same if not _WAITING.search(item.text or "")] or [winner]
-    same.sort(key=lambda item: (item.t if item.t is not None else float("inf"), item.seq))
+    if len({item.source for item in same}) == 1 and any(item.t is None for item in same):
+        # one file is printed in order: its reading order is the order of events, whatever lines carry a clock
+        same.sort(key=lambda item: item.seq)
+    else:
+        same.sort(key=lambda item: (item.t if item.t is not None else float("inf"), item.seq))
     tied = [item for item in same if item.t is not None and item.t == same[0].t]
     if len({item.source for item in tied}) > 1 and all(item.rank is not None for item in tied):
         # the same logged time in two nodes' files: their order says nothing; the lowest rank

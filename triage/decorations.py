@@ -41,7 +41,7 @@ _STEPS = [
     # a month-day stamp without the year: "11-27 21:42:03 " (vLLM's logger: "ERROR 11-27 21:42:03 [core.py:586] ")
     re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+(?=\S)"),
     # glog: "E1130 10:24:02.118000 140211 file.py:897] "
-    re.compile(r"[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s*"),
+    re.compile(r"[EWIF]\d{3,4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s*"),
     # HF logging "[WARNING|file.py:4101] 2024-... >> "
     re.compile(r"\[[A-Z]+\|[\w.]+:\d+\]\s*"),
     _LEVEL_STEP,

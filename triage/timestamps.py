@@ -6,7 +6,8 @@ import re
 from datetime import UTC, datetime
 
 _ISO = re.compile(r"(20\d\d)-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?")
-_GLOG = re.compile(r"^\[?[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
+# glog as torch prints it: "E0612", and "E612" where the month is one digit (c10 does not pad it)
+_GLOG = re.compile(r"^\[?[EWIF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
 DEFAULT_YEAR = datetime.now(UTC).year
 
 

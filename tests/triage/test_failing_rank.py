@@ -284,3 +284,32 @@ def test_a_rank_killed_before_any_watchdog_fired_is_why_its_peers_timed_out(tmp_
     result = diagnose([write(tmp_path / "a.out", node0), write(tmp_path / "b.out", late)],
                       command="torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 train.py")
     assert result.category == "nccl_timeout"
+
+
+def _watchdog(rank: int, when: str) -> str:
+    return (f"[rank{rank}]:[E{when} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=2001, OpType=ALLREDUCE, Timeout(ms)=100000) ran for 100004 milliseconds "
+            "before timing out.\n")
+
+
+def test_every_rank_timing_out_names_the_one_whose_watchdog_fired_well_before_the_rest(tmp_path):
+    # torch prints the month unpadded ("E612" is June 12th): the clock must still be read
+    files = [write(tmp_path / f"{rank}" / "stderr.log", _watchdog(rank, "612 22:41:06.9" if rank != 2 else
+                                                                 "612 22:39:52.0")) for rank in range(4)]
+    result = diagnose(files, command="torchrun --nproc_per_node 4 train.py")
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 2)
+    # within a second of each other, nothing sets one apart
+    files = [write(tmp_path / "b" / f"{rank}.log", _watchdog(rank, f"612 22:41:06.{rank}")) for rank in range(4)]
+    assert diagnose(files, command="torchrun --nproc_per_node 4 train.py").failing_rank is None
+
+
+def test_in_one_file_the_reading_order_decides_whatever_lines_carry_a_clock(tmp_path):
+    # the traceback (no clock) is printed before the watchdog's restatement (with a clock) of the same assert
+    log = ("Traceback (most recent call last):\n"
+           '  File "/w/train.py", line 80, in step\n'
+           "    loss.backward()\n"
+           "RuntimeError: CUDA error: device-side assert triggered\n"
+           "[rank1]:[E603 22:45:01.227301981 ProcessGroupNCCL.cpp:1515] [PG 0 Rank 1] Process group watchdog "
+           "thread terminated with exception: CUDA error: device-side assert triggered\n")
+    result = diagnose([write(tmp_path / "train_out.txt", log)])
+    assert (result.category, result.root_cause.exception) == ("cuda_error", "RuntimeError")

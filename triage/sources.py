@@ -32,7 +32,8 @@ from triage.limits import Limits
 
 _LOGDIR_RANK = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
 _LOGDIR_ERROR = re.compile(r"(?:^|/)attempt_\d+/(\d+)/error\.json$")
-_NAME_RANK = re.compile(r"(?:rank|process|proc|worker|gpu)[_\-.]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
+# a per-process file: "rank3.log", "worker_3.txt", AzureML's "std_log_process_3.txt" and "70_driver_log_3.txt"
+_NAME_RANK = re.compile(r"(?:rank|process|proc|worker|gpu|driver_log)[_\-.]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
 _NODE = re.compile(r"(?:node|host)[_\-.]?(\d{1,4})(?:\D|$)", re.IGNORECASE)
 _SKIP = {".DS_Store"}
 

@@ -142,3 +142,13 @@ def test_it_calls_an_encrypted_zip_member_unusable_not_a_crash(tmp_path):
     path.write_bytes(bytes(raw))
     with pytest.raises(UnusableInput):
         inspect_upload(path, "enc.zip")
+
+
+@pytest.mark.parametrize("name, rank", [
+    ("rank3.log", 3), ("worker_3.txt", 3), ("azureml-logs/70_driver_log_5.txt", 5),
+    ("user_logs/std_log_process_6.txt", 6), ("train.log", None),
+])
+def test_a_per_process_files_name_gives_its_rank(name, rank):
+    from triage.sources import make_source
+
+    assert make_source(name, io.BytesIO(b"")).rank_hint == rank

@@ -126,10 +126,17 @@ class Traceback:
 _EXCEPTION_LIKE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Invalid|Failure|Fault|Timeout)$")
 
 
+# `python -m pkg.mod` whose package is not installed: the interpreter names the exception in parentheses
+_RUN_MODULE = re.compile(r"Error while finding module specification for '[\w.]+' \((\w+(?:Error|Exception)): (.*)\)\s*$")
+
+
 def parse_bare_exception(text: str) -> tuple[str, str, str] | None:
     """An exception line seen outside a traceback: only names that look like exception classes count."""
     parsed = parse_exception_line(core(text))
-    if parsed is None or not _EXCEPTION_LIKE.search(parsed[0]):
+    if parsed is None:
+        named = _RUN_MODULE.search(text)
+        return (named.group(1), named.group(1), named.group(2)) if named else None
+    if not _EXCEPTION_LIKE.search(parsed[0]):
         return None
     return parsed
 

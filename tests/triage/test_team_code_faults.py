@@ -504,3 +504,10 @@ def test_shapes_that_disagree_inside_the_optimizers_step_are_a_resumed_state_of_
         (f'File "{_TORCH}/optim/adam.py", line 402, in _single_tensor_adam', "exp_avg.lerp_(grad, 1 - beta1)"),
     ], "RuntimeError: The size of tensor a (64) must match the size of tensor b (48) at non-singleton dimension 1"))
     assert (result.category, result.fixes[0]["kind"]) == ("model_load", "fix_path")
+
+
+def test_python_dash_m_naming_its_missing_package_in_parentheses_names_the_exception(tmp_path):
+    result = _run(tmp_path, "trn-02: /opt/conda/envs/rl/bin/python: Error while finding module specification for "
+                            "'deepspeed.launcher.launch' (ModuleNotFoundError: No module named 'deepspeed')\n")
+    assert (result.category, result.root_cause.exception) == ("version_mismatch", "ModuleNotFoundError")
+    assert "No module named 'deepspeed'" in result.root_cause.message

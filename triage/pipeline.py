@@ -106,7 +106,7 @@ def _build(
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
         category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
-        kinds = _fix_kinds(winner, collected, verdict, command)
+        kinds = _fix_kinds(winner, collected, verdict, command, configs)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
                 + (CONFIDENCE_TRACEBACK if verdict.root_traceback else 0.0)), 2
@@ -349,9 +349,12 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     return kinds
 
 
-def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) -> list[str]:
+def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, configs=None) -> list[str]:
     kinds = list(winner.fixes)
-    if winner.category == "host_oom":
+    if winner.category == "host_oom" and _offloads_to_cpu(configs or {}):
+        # ZeRO offload keeps optimizer states (and parameters) in pinned host RAM: that setting is what fills it
+        kinds = ["fix_config", "shard_more", "reduce_batch_size"]
+    elif winner.category == "host_oom":
         # ranks move through loading, data and training together (every phase ends in a collective), so
         # the furthest phase any rank's output reached is the job's, whichever rank printed it
         phase = furthest(track.phase for track in [*collected.tracks.values(), collected.unranked])
@@ -377,6 +380,19 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None) 
             seen.add(kind)
             out.append(kind)
     return _by_evidence(out, winner, collected, command)
+
+
+def _offloads_to_cpu(configs: dict) -> bool:
+    """A DeepSpeed config among the uploads that offloads optimizer states or parameters to host RAM."""
+    for config in configs.values():
+        zero = config.get("zero_optimization") if isinstance(config, dict) else None
+        if not isinstance(zero, dict):
+            continue
+        for key in ("offload_optimizer", "offload_param"):
+            place = zero.get(key)
+            if isinstance(place, dict) and str(place.get("device", "")).lower() == "cpu":
+                return True
+    return False
 
 
 def _evidence(verdict: Verdict) -> list[Evidence]:

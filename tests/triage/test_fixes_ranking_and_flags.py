@@ -58,3 +58,21 @@ def test_workers_already_zero_and_data_that_parses_are_ruled_out():
     fixes = _fixes("data_pipeline", ["fix_data_file", "fix_path"], command, data_sample=rows)
     assert [f["kind"] for f in fixes] == ["fix_path", "fix_data_file"]
     assert "parses" in fixes[-1]["ruled_out"] and fixes[-1]["rank_reason"].startswith("#2, last: ruled out")
+
+
+def test_a_host_ram_kill_under_zero_offload_to_cpu_puts_the_offload_setting_first(tmp_path):
+    import json
+
+    from triage import diagnose
+
+    log = tmp_path / "node1.out"
+    log.write_text("E1020 19:37:58.902000 7101 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                   "(exitcode: -9) local_rank: 5 (pid: 90417) of binary: /opt/env/bin/python3.11\n"
+                   "[INFO] step 40/2000 loss 1.21\n")
+    config = tmp_path / "ds_config.json"
+    config.write_text(json.dumps({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"},
+                                                        "offload_optimizer": {"device": "cpu"}}}))
+    offloaded = diagnose([log], config_paths=[config])
+    assert offloaded.category == "host_oom" and offloaded.fixes[0]["kind"] == "fix_config"
+    config.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    assert diagnose([log], config_paths=[config]).fixes[0]["kind"] != "fix_config"

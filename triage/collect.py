@@ -450,8 +450,9 @@ def _after_progress_bar(body: str, start: int) -> str:
 
 def _reraises(outer: Traceback, inner: Traceback) -> bool:
     """`outer` is torch's re-raise of `inner` ("Caught X in DataLoader worker process N. Original Traceback")."""
+    caught = _CAUGHT.match(outer.message or "")  # (a class torch cannot rebuild comes back as RuntimeError)
     return (
-        outer.exception == inner.exception
+        (outer.exception == inner.exception or (caught is not None and caught.group(1) == inner.exception))
         and outer.previous is None
         and bool(exceptions.REraised.match(outer.message))
         and 0 < inner.start_line - (outer.exc_line or outer.start_line) <= 50  # other ranks may interleave
@@ -459,6 +460,7 @@ def _reraises(outer: Traceback, inner: Traceback) -> bool:
 
 
 _CARETS = re.compile(r"[\s^~]*")
+_CAUGHT = re.compile(r"Caught (\w+) in ")
 
 
 def _has_collector_lead(body: str) -> bool:

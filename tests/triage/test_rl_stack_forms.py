@@ -320,3 +320,21 @@ def test_numpys_binary_incompatibility_message_is_versions(tmp_path):
                "got 88 from PyObject")
     result = _run(tmp_path, text)
     assert (result.category, result.root_cause.exception) == ("version_mismatch", "ValueError")
+
+
+def test_a_generation_server_the_trainer_cannot_reach_is_the_jobs_hosts_and_ports(tmp_path):
+    text = ("[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/opt/env/lib/python3.12/site-packages/trl/extras/vllm_client.py", line 157, in '
+            "check_server\n"
+            "[rank0]:     raise ConnectionError(\n"
+            "[rank0]: ConnectionError: The vLLM server can't be reached at 0.0.0.0:8000 after 240.0 seconds. Make "
+            "sure the server is running by running `trl vllm-serve`.\n")
+    result = _run(tmp_path, text)
+    assert (result.category, result.fixes[0]["kind"]) == ("rendezvous", "fix_rendezvous")
+
+
+def test_a_notebook_session_that_crashed_for_ram_is_host_memory(tmp_path):
+    text = ("Unsloth: Merging 4bit and LoRA weights to 16bit...\n"
+            "Your session crashed after using all available RAM. If you are interested in access to high-RAM "
+            "runtimes, you may want to check out Colab Pro.\n")
+    assert _run(tmp_path, text).category == "host_oom"

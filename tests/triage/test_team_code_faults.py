@@ -511,3 +511,15 @@ def test_python_dash_m_naming_its_missing_package_in_parentheses_names_the_excep
                             "'deepspeed.launcher.launch' (ModuleNotFoundError: No module named 'deepspeed')\n")
     assert (result.category, result.root_cause.exception) == ("version_mismatch", "ModuleNotFoundError")
     assert "No module named 'deepspeed'" in result.root_cause.message
+
+
+def test_a_worker_error_torch_could_not_rebuild_is_read_from_its_original_traceback(tmp_path):
+    # torch re-raises a class it cannot rebuild as RuntimeError("Caught X in DataLoader worker process N.")
+    text = ("[rank6]: RuntimeError: Caught InvalidDataError in DataLoader worker process 4.\n"
+            "[rank6]: Original Traceback (most recent call last):\n"
+            '[rank6]:   File "/srv/video/clips.py", line 41, in __getitem__\n'
+            "[rank6]:     container = av.open(path)\n"
+            "[rank6]: av.error.InvalidDataError: [Errno 1094995529] Invalid data found when processing input: "
+            "'/data/clips/k_018211.mp4'\n")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception, result.failing_rank) == ("data_corrupt", "InvalidDataError", 6)

@@ -54,6 +54,19 @@ RULES = [
         "fused kernel off for this GPU, or lower its block size / stages, or use a kernel release that fits it",
     ),
     rule(
+        "config.inference_memory_share",
+        "config_invalid",
+        ROOT,
+        ["desired GPU memory utilization"],
+        # vLLM's start-up check: the share of the GPU it is told to take (gpu_memory_utilization) is more than
+        # is free, because the trainer (colocated) or another process already holds part of the GPU
+        r"less than desired GPU memory utilization",
+        ["fix_config"],
+        0.8,
+        "the inference engine is told to take a larger share of the GPU than is free (gpu_memory_utilization, "
+        "with the trainer on the same GPU): lower that share",
+    ),
+    rule(
         "config.mixed_dtensor",
         "config_invalid",
         ROOT,

@@ -93,6 +93,7 @@ _DATA_CORRUPT = {
     "BadGzipFile",
     "ReadError",  # tarfile: a damaged or truncated shard
     "LibsndfileError",  # soundfile cannot decode an audio file: another format under a .wav name, or cut short
+    "InvalidDataError",  # PyAV (FFmpeg) cannot demux or decode a video or audio file
 }
 # torch re-raises an exception from a DataLoader worker or a DataParallel replica under the same class,
 # with "Caught X in DataLoader worker process N." and the original traceback as its message: the words
@@ -142,7 +143,10 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("rendezvous", ["fix_rendezvous"], 0.5,
          r"address already in use|eaddrinuse|rendezvous|master_addr|master_port|tcpstore|"
          r"name or service not known|name does not resolve|can't resolve|connection refused|no route to host|"
-         r"nodename nor servname|failed to (?:connect|bind)"),
+         r"nodename nor servname|failed to (?:connect|bind)|"
+         # a server the job starts beside the trainer (a vLLM generation server, a reward model) not reachable
+         # at the host and port the trainer was given
+         r"(?:server|endpoint|host)\b.{0,30}\b(?:can't|cannot|could not) be reached|is unreachable"),
         # a rank waiting at communicator setup for an id another rank never posted: the job did not form
         # (weak: when the rank that never posted raised something, that is the cause)
         ("rendezvous", ["fix_rendezvous", "increase_timeout"], 0.3,
@@ -197,7 +201,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"invalid (?:json|utf|byte|start byte)|cannot identify image|image file is truncated|crc check|"
          r"not a gzip|bad zip|unexpected end of (?:data|file|stream)|ended before the end-of-stream|"
          r"compressed file ended|ran out of input|truncated (?:file|archive|record|shard)|"
-         r"bad (?:header|magic)\b|(?:invalid|wrong|unexpected|bad) magic(?: number)?"),
+         r"bad (?:header|magic)\b|(?:invalid|wrong|unexpected|bad) magic(?: number)?|"
+         r"invalid data found when processing input"),
         ("data_pipeline", ["fix_data_file", "fix_config"], 0.4,
          r"num_samples=0|empty dataset|dataset is empty|tokeniz|chat.?template|collat|padding|truncation|"
          r"sequence length|max_length|max_seq|dataset|\bsamples?\b"),

@@ -35,6 +35,20 @@ RULES = [
         "a GPU stopped responding to the driver (Xid / fallen off the bus)",
     ),
     rule(
+        "hardware.gpu_system_not_ready",
+        "hardware",
+        ROOT,
+        ["system not yet initialized", "Fabric Manager failed", "fabricmanager"],
+        # CUDA error 802 (cudaErrorSystemNotReady): on NVSwitch machines the fabric manager service is down
+        # or does not match the driver, so no GPU of the node can be used
+        r"Error 802: system not yet initialized|system not yet initialized|"
+        r"Fabric Manager failed to initialize|nvidia-fabricmanager\.service.{0,40}failed",
+        ["replace_hardware"],
+        0.85,
+        "the node's GPUs are not ready (CUDA error 802): its NVIDIA fabric manager is down or does not match "
+        "the driver; fix the node's fabric manager / driver, or run elsewhere",
+    ),
+    rule(
         "hardware.node_failure",
         "hardware",
         ROOT,

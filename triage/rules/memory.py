@@ -133,11 +133,13 @@ RULES = [
         "host_oom",
         ROOT,
         ["Kernel crashed", "kernel process died", "kernel appears to have died", "Kernel Restarting",
-         "kernel died"],
+         "kernel died", "session crashed", "KernelRestarter: restarting"],
         # a notebook's kernel process vanishing without a Python error: the host's OOM killer, almost always
-        # while a model is loaded or moved (Jupyter, VS Code's Jupyter, Colab and Kaggle print these)
+        # while a model is loaded or moved (Jupyter, VS Code's Jupyter, Colab and Kaggle print these; Colab
+        # says outright "Your session crashed after using all available RAM")
         r"The Kernel crashed while executing code|kernel process died|[Tt]he kernel appears to have died|"
-        r"Kernel Restarting|[Kk]ernel died(?: unexpectedly)?",
+        r"Kernel Restarting|[Kk]ernel died(?: unexpectedly)?|session crashed after using all available RAM|"
+        r"KernelRestarter: restarting kernel",
         ["fix_config", "reduce_batch_size"],
         0.5,
         "the notebook's kernel process died without a Python error: most often the host ran out of RAM (the "

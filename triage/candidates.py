@@ -50,7 +50,9 @@ class Candidate:
 # words of a line that reports a condition the program handled and went past
 _BENIGN = re.compile(
     r"\b(?:skipping|skipped|falling back|fall back|fallback|will be ignored|is ignored|ignoring|"
-    r"using \w+ instead|optional(?:ly)?|for (?:faster|better) \w+)\b|, ok\b|: ok\b",
+    r"using \w+ instead|optional(?:ly)?|for (?:faster|better) \w+)\b|, ok\b|: ok\b|"
+    # pip's resolver at install time: a conflict it reports and installs anyway, not the job's failure
+    r"but you have [\w\-.]+ [\w.+\-]+ which is incompatible",
     re.IGNORECASE,
 )
 

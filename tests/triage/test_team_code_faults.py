@@ -523,3 +523,14 @@ def test_a_worker_error_torch_could_not_rebuild_is_read_from_its_original_traceb
             "'/data/clips/k_018211.mp4'\n")
     result = _run(tmp_path, text)
     assert (result.category, result.root_cause.exception, result.failing_rank) == ("data_corrupt", "InvalidDataError", 6)
+
+
+def test_a_raised_exception_outranks_pips_install_time_conflict_warning(tmp_path):
+    text = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+            "installed.\n"
+            "gcsfs 2025.3.2 requires fsspec==2025.3.2, but you have fsspec 2025.3.0 which is incompatible.\n"
+            "Successfully installed datasets-4.0.0\n"
+            "RuntimeError: Dataset scripts are no longer supported, but found medqa_4opt.py\n")
+    result = _run(tmp_path, text)
+    assert (result.category, result.root_cause.exception) == ("version_mismatch", "RuntimeError")
+    assert "no longer supported" in result.root_cause.message

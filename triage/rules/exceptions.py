@@ -168,6 +168,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"python \d\.\d+\+? (?:is )?not (?:yet )?supported|not yet supported|"
          r"requires? (?:\w+ ?)?(?:version|>=|==)|is not supported (?:in|by) (?:this|the installed|your) version|"
          r"(?:upgrade|update|downgrade) (?:your |the )?\w+|was (?:removed|deprecated|renamed)|"
+         r"(?:is|are) no longer supported|"
          r"has no attribute '\w+'.{0,40}(?:module|version)|incompatible version|version mismatch|"
          r"compiled (?:against|with) .{0,40}version"),
         # a sample longer than the length limit a recipe sets: raise the limit, or filter the long samples

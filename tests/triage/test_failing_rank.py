@@ -313,3 +313,13 @@ def test_in_one_file_the_reading_order_decides_whatever_lines_carry_a_clock(tmp_
            "thread terminated with exception: CUDA error: device-side assert triggered\n")
     result = diagnose([write(tmp_path / "train_out.txt", log)])
     assert (result.category, result.root_cause.exception) == ("cuda_error", "RuntimeError")
+
+
+def test_torchs_barrier_device_warning_is_no_missing_process_group(tmp_path):
+    warning = ("[rank{r}]:[W613 14:50:0{r}.211842 ProcessGroupNCCL.cpp:4598] [PG ID 0 PG GUID 0 Rank {r}]  using GPU "
+               "0 to perform barrier as devices used by this process are currently unknown. This can potentially "
+               "cause a hang if this rank to GPU mapping is incorrect. Specify device_ids in barrier() to force use "
+               "of a particular device, or call init_process_group() with a device_id.\n")
+    text = "".join(warning.format(r=r) for r in range(4)) + _watchdog(2, "613 14:52:07.3")
+    result = diagnose([write(tmp_path / "run.log", text)], command="torchrun --nproc_per_node 4 train.py")
+    assert result.category == "nccl_timeout"

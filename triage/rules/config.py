@@ -160,7 +160,8 @@ RULES = [
         "config_invalid",
         ROOT,
         ["process group has not been initialized", "init_process_group"],
-        r"[Dd]efault process group has not been initialized|call init_process_group",
+        # (not torch's start-up warning "... or call init_process_group() with a device_id": no error)
+        r"[Dd]efault process group has not been initialized|make sure to call init_process_group",
         ["fix_config", "fix_code"],
         0.8,
         "a distributed call ran before the process group existed: the script was started without a "

@@ -61,8 +61,9 @@ _STEPS = [
     re.compile(r"(?=[0-9a-f]{0,63}\d)(?=[0-9a-f]{0,63}[a-f])[0-9a-f]{6,64}\s+(?=\S)"),
     # a column bar after the tags: "[rank=3] || torch.OutOfMemoryError" (Determined's trial logs)
     re.compile(r"\|{1,2}\s+(?=\S)"),
-    # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) "
-    re.compile(r"\((?:[\w.:\-]+\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
+    # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) ", an actor named with
+    # its rank "(MegatronPolicyWorker[rank=13] pid=811291, ip=10.0.2.53) "
+    re.compile(r"\((?:[\w.:\-]+(?:\[[\w=:, ]{1,40}\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]
 # `docker compose logs`: "trainer-1  | ", "proj_trainer_1  | " (the service's replica number, then a bar)
 _COMPOSE = re.compile(r"[A-Za-z][\w.\-]{0,62}[-_]\d{1,3}\s+\|\s?")

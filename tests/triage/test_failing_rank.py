@@ -323,3 +323,15 @@ def test_torchs_barrier_device_warning_is_no_missing_process_group(tmp_path):
     text = "".join(warning.format(r=r) for r in range(4)) + _watchdog(2, "613 14:52:07.3")
     result = diagnose([write(tmp_path / "run.log", text)], command="torchrun --nproc_per_node 4 train.py")
     assert result.category == "nccl_timeout"
+
+
+def test_a_ray_actor_named_with_its_rank_gives_the_rank_of_its_traceback(tmp_path):
+    lead = "(MegatronPolicyWorker[rank=13] pid=811291, ip=10.0.2.53) "
+    text = "".join(lead + line + "\n" for line in (
+        "Traceback (most recent call last):",
+        '  File "/opt/rl/policy/megatron_worker.py", line 1204, in get_logprobs',
+        "    logits = self.model(batch)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.28 GiB. GPU 0 has a total capacity of "
+        "79.19 GiB of which 3.1 GiB is free."))
+    result = diagnose([write(tmp_path / "driver.log", text)])
+    assert (result.category, result.failing_rank) == ("gpu_oom", 13)

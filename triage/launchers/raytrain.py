@@ -24,7 +24,7 @@ def feed(facts, source: str, lineno: int, text: str, rank):
 
 
 # a Ray actor's lead on a line that also carries the worker's own rank tag: "(WorkerDict pid=41877, ip=...) [rank5]:"
-_ACTOR_PID = re.compile(r"\((?:[\w.:\-]+\s+)?pid=(\d+)(?:,\s*ip=[\w.:\-]+)?\)\s")
+_ACTOR_PID = re.compile(r"\((?:[\w.:\-]+(?:\[[\w=:, ]{1,40}\])?\s+)?pid=(\d+)(?:,\s*ip=[\w.:\-]+)?\)\s")
 
 
 def learn_actor_rank(facts, text: str, rank: int) -> None:

@@ -534,3 +534,11 @@ def test_a_raised_exception_outranks_pips_install_time_conflict_warning(tmp_path
     result = _run(tmp_path, text)
     assert (result.category, result.root_cause.exception) == ("version_mismatch", "RuntimeError")
     assert "no longer supported" in result.root_cause.message
+
+
+def test_a_component_that_requires_a_setting_to_be_set_is_the_config(tmp_path):
+    result = _run(tmp_path, _traceback(0, [
+        ('File "/venv/lib/python3.11/site-packages/torchtune/datasets/_chat.py", line 190, in chat_dataset',
+         "raise ValueError("),
+    ], "ValueError: PackedDataset requires a max_seq_len to be set on the tokenizer."))
+    assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")

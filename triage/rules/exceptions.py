@@ -179,6 +179,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible|between)|"
          r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
+         r"requires? (?:an? |the )?`?[\w.]+`? (?:to be|be) (?:set|specified|provided|enabled|given)|"
          r"(?<!\[Errno 22\] )invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter|keys?)|"
          r"unrecognized arguments|"
          r"unrecognized keys?|extra (?:fields|inputs) (?:are )?not permitted|should be set (?:through|via|in|with)|"

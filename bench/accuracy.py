@@ -58,6 +58,7 @@ OWN_SETS = {
     "blind15": ROOT / "tests" / "triage" / "fixtures" / "blind15",
     "blind22": ROOT / "tests" / "triage" / "fixtures" / "blind22",
     "blind20": ROOT / "tests" / "triage" / "fixtures" / "blind20",
+    "blind24": ROOT / "tests" / "triage" / "fixtures" / "blind24",
 }
 
 

@@ -78,6 +78,8 @@ SETS = [
     FIXTURES / "blind22",
     # a twentieth blind set (28 forms of how logs reach a user), held out at 79% rank, in once it cleared
     FIXTURES / "blind20",
+    # a twenty-fourth blind set (23 forms from NeMo, Megatron, verl, torchtune, ...), held out at 87% category
+    FIXTURES / "blind24",
 ]
 
 

@@ -542,3 +542,16 @@ def test_a_component_that_requires_a_setting_to_be_set_is_the_config(tmp_path):
          "raise ValueError("),
     ], "ValueError: PackedDataset requires a max_seq_len to be set on the tokenizer."))
     assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+
+
+def test_a_config_value_of_another_type_than_the_code_expects_is_the_config(tmp_path):
+    join = ('File "<frozen posixpath>", line 90, in join', "genericpath._check_arg_types('join', a, *p)")
+    typed = _run(tmp_path, _traceback(1, [
+        ('File "/jobs/intent/train.py", line 60, in worker', 'out_dir = os.path.join(args.out, cfg["run_tag"])'),
+        join], "TypeError: join() argument must be str, bytes, or os.PathLike object, not 'int'"))
+    assert (typed.category, typed.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    # the same refusal of a value the script computed is the script's
+    computed = _run(tmp_path, _traceback(1, [
+        ('File "/jobs/intent/train.py", line 60, in worker', "out_dir = os.path.join(args.out, step)"),
+        join], "TypeError: join() argument must be str, bytes, or os.PathLike object, not 'int'"), name="c.log")
+    assert computed.category == "code_bug"

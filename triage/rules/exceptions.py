@@ -420,6 +420,12 @@ def explain(
     ):
         return ("config_invalid", ["fix_config"], 0.45,
                 f"a {exception} raised by an argument check ({frames[-1].get('function')})")
+    if exception == "TypeError" and _WRONG_TYPE.search(message) and user_frames \
+            and _READS_CONFIG.search(str(user_frames[-1].get("code", ""))) and not in_data:
+        # `os.path.join(out, cfg["run_tag"])` and "... not 'int'": the config file gave the setting another type
+        # (YAML reads 0612 as a number, `yes` as a boolean, an empty value as null)
+        return ("config_invalid", ["fix_config"], 0.5,
+                "a setting read from the config has another type than the code expects (YAML typing: quote it)")
     if exception == "TypeError" and _TEXT_SETTING.search(message) and not raised_in_user_code and not in_data:
         # a library comparing a number setting with a string: YAML reads `1e-4` as text (no dot before the e)
         return ("config_invalid", ["fix_config"], 0.5,
@@ -553,6 +559,11 @@ _ROW_NOT_A_RECORD = re.compile(r"list indices must be integers or slices, not st
 _FIELD_SUBSCRIPT = re.compile(r"\w\[['\"]\w+['\"]\]")
 _NOT_IN_LIST = re.compile(r"^'[^']{1,80}' is not in list$")
 # a comparison of a number with a string inside a library: a setting that should be a number is text
+# a value of the wrong type handed to a function that wants text or a path
+_WRONG_TYPE = re.compile(r"(?:must be|expected) (?:an? )?(?:str|string|bytes|os\.PathLike)\b.{0,60}"
+                         r"not '?(?:int|float|bool|NoneType)'?|can only concatenate str \(not \"(?:int|float|bool)\"\)")
+# the line reads a value out of a loaded config mapping: cfg["run_tag"], config.get("out"), hparams['name']
+_READS_CONFIG = re.compile(r"\b(?:cfg|conf|config|configs|settings|hparams|hp|yaml_cfg|opts)\s*(?:\[|\.get\()")
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")
 _FINITE_CHECK = re.compile(r"\bassert\b.{0,40}\b(?:isfinite|isnan|isinf|math\.isfinite)\(|\bassert\b.{0,40}\bnot\b.{0,30}\bnan\b")

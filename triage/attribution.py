@@ -52,6 +52,12 @@ def first_failing_rank(
         first = _distinct(rank for t, rank in timed if t == earliest)
         if len(first) == 1:
             return first[0], "the rank whose own report of the same kind of failure is the earliest"
+    # a rank-less warning line (a data converter's, a library's): the one rank that raised an error of the
+    # same kind of its own (the converter warned, then that rank found no valid samples)
+    raised = _distinct(item.rank for item in pool if item.category == winner.category and item.rank is not None
+                       and item.traceback is not None and item.weight >= 0.5)
+    if len(raised) == 1:
+        return raised[0], "the only rank that raised an error of the same kind"
     # a rank-less root line: attribute it through the launcher's exit records
     ranks = _distinct(_exit_rank(item) for item in _own_exits(launcher))
     if len(ranks) == 1:

@@ -335,3 +335,16 @@ def test_a_ray_actor_named_with_its_rank_gives_the_rank_of_its_traceback(tmp_pat
         "79.19 GiB of which 3.1 GiB is free."))
     result = diagnose([write(tmp_path / "driver.log", text)])
     assert (result.category, result.failing_rank) == ("gpu_oom", 13)
+
+
+def test_a_rankless_warning_that_explains_the_failure_takes_the_rank_that_raised_the_same_kind_of_error(tmp_path):
+    text = ("[WARNING|2026-05-20 10:11:26] llamafactory.data.converter:148 >> Invalid role tag in [{'from': "
+            "'human', 'value': 'hi'}].\n"
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/opt/lf/src/llamafactory/data/loader.py", line 290, in get_dataset\n'
+            "[rank0]:     raise RuntimeError(\"Cannot find valid samples, check `data/README.md` for the data format.\")\n"
+            "[rank0]: RuntimeError: Cannot find valid samples, check `data/README.md` for the data format.\n"
+            + _watchdog(9, "520 10:21:48.1"))
+    result = diagnose([write(tmp_path / "both_nodes.log", text)],
+                      command="torchrun --nnodes 2 --nproc_per_node 8 train.py")
+    assert (result.category, result.failing_rank) == ("data_schema", 0)

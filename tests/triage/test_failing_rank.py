@@ -344,7 +344,9 @@ def test_a_rankless_warning_that_explains_the_failure_takes_the_rank_that_raised
             '[rank0]:   File "/opt/lf/src/llamafactory/data/loader.py", line 290, in get_dataset\n'
             "[rank0]:     raise RuntimeError(\"Cannot find valid samples, check `data/README.md` for the data format.\")\n"
             "[rank0]: RuntimeError: Cannot find valid samples, check `data/README.md` for the data format.\n"
-            + _watchdog(9, "520 10:21:48.1"))
+            + _watchdog(9, "520 10:21:48.1")
+            + "E0520 10:21:50.881000 7001 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) "
+              "local_rank: 1 (pid: 7012) of binary: /opt/env/bin/python\n")
     result = diagnose([write(tmp_path / "both_nodes.log", text)],
                       command="torchrun --nnodes 2 --nproc_per_node 8 train.py")
     assert (result.category, result.failing_rank) == ("data_schema", 0)

@@ -350,3 +350,14 @@ def test_a_rankless_warning_that_explains_the_failure_takes_the_rank_that_raised
     result = diagnose([write(tmp_path / "both_nodes.log", text)],
                       command="torchrun --nnodes 2 --nproc_per_node 8 train.py")
     assert (result.category, result.failing_rank) == ("data_schema", 0)
+
+
+def test_ncclcomminitrank_lines_turn_an_xids_pid_into_its_rank(tmp_path):
+    init = "".join(
+        f"gpu-08:{51230 + d}:{51410 + d} [{d}] NCCL INFO ncclCommInitRank comm 0x5{d}a1c3e0 rank {8 + d} nranks 16 "
+        f"cudaDev {d} nvmlDev {d} busId {d}1000 commId 0x9f1b22c07aa31e4d - Init START\n" for d in range(4))
+    # a tensor-parallel sub-group numbers its ranks from 0 again: it must not overwrite the global numbering
+    init += "gpu-08:51233:51499 [3] NCCL INFO ncclCommInitRank comm 0x7 rank 1 nranks 2 cudaDev 3 busId 31000 - Init START\n"
+    dmesg = "[Tue Jul  8 03:17:38 2026] NVRM: Xid (PCI:0000:31:00): 79, pid=51233, name=python3, GPU has fallen off the bus.\n"
+    result = diagnose([write(tmp_path / "node1.log", init), write(tmp_path / "dmesg.txt", dmesg)])
+    assert (result.category, result.failing_rank) == ("hardware", 11)

@@ -6,9 +6,19 @@ import re
 from dataclasses import dataclass, field
 
 from triage import decorations
-from triage.launchers import accelerate, composer, deepspeed, mpirun, raytrain, slurm, spawn, torchrun
+from triage.launchers import (
+    accelerate,
+    composer,
+    deepspeed,
+    mpirun,
+    ncclinit,
+    raytrain,
+    slurm,
+    spawn,
+    torchrun,
+)
 
-PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm, composer, raytrain)
+PARSERS = (torchrun, deepspeed, accelerate, mpirun, spawn, slurm, composer, raytrain, ncclinit)
 LITERALS: tuple[str, ...] = tuple(lit for parser in PARSERS for lit in parser.LITERALS)
 
 SIGNALS = {

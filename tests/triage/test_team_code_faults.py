@@ -555,3 +555,22 @@ def test_a_config_value_of_another_type_than_the_code_expects_is_the_config(tmp_
         ('File "/jobs/intent/train.py", line 60, in worker', "out_dir = os.path.join(args.out, step)"),
         join], "TypeError: join() argument must be str, bytes, or os.PathLike object, not 'int'"), name="c.log")
     assert computed.category == "code_bug"
+
+
+def test_cpu_blind19_forms_a_compiler_backend_an_empty_split_and_decoded_padding(tmp_path):
+    backend = _run(tmp_path, _traceback(1, [
+        (f'File "{_TORCH}/_dynamo/backends/registry.py", line 70, in lookup_backend', "raise InvalidBackend(name)"),
+    ], "torch._dynamo.exc.InvalidBackend: Invalid backend: 'tensorrt', see `torch._dynamo.list_backends()` for "
+       "available backends."))
+    assert (backend.category, backend.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    empty = _run(tmp_path, _traceback(2, [
+        ('File "/venv/lib/python3.11/site-packages/datasets/arrow_reader.py", line 240, in read', "raise ValueError("),
+    ], 'ValueError: Instruction "validation" corresponds to no data!'), name="empty.log")
+    assert (empty.category, empty.fixes[0]["kind"]) == ("data_corrupt", "fix_data_file")
+    decoded = _run(tmp_path, _traceback(0, [
+        ('File "/jobs/s2s/train.py", line 70, in compute_metrics',
+         "refs = tok.batch_decode(labels, skip_special_tokens=True)"),
+        ('File "/venv/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", line 3900, in decode',
+         "return self._decode("),
+    ], "OverflowError: number too small to fit in target type while processing 'ids'"), name="decode.log")
+    assert (decoded.category, decoded.fixes[0]["kind"]) == ("code_bug", "fix_code")

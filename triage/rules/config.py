@@ -54,6 +54,19 @@ RULES = [
         "fused kernel off for this GPU, or lower its block size / stages, or use a kernel release that fits it",
     ),
     rule(
+        "config.hub_write_offline",
+        "config_invalid",
+        ROOT,
+        ["offline mode is enabled"],
+        # pushing to the Hub (creating the repo, uploading a checkpoint) from a job that runs offline:
+        # push_to_hub or hub_strategy contradicts HF_HUB_OFFLINE; nothing is missing from the cache
+        r"Cannot reach \S*/api/(?:repos/create|\S*(?:commit|upload|preupload)\S*): offline mode is enabled",
+        ["fix_config"],
+        0.9,
+        "the job pushes to the Hub while the Hub is switched off (HF_HUB_OFFLINE): turn push_to_hub off for "
+        "offline runs, or push from a machine online after the run",
+    ),
+    rule(
         "config.inference_memory_share",
         "config_invalid",
         ROOT,

@@ -103,7 +103,9 @@ _VERSION = {"ImportError", "ModuleNotFoundError"}
 # config libraries' own errors (omegaconf/Hydra, pydantic-validated configs, Lightning's misconfiguration)
 _CONFIG_CLASS = re.compile(
     r"^(?:Config\w*Error|Misconfiguration\w*|MissingMandatoryValue|InterpolationResolutionError|"
-    r"InterpolationKeyError|ConfigCompositionException|ValidationError|InvalidConfig\w*)$"
+    r"InterpolationKeyError|ConfigCompositionException|ValidationError|InvalidConfig\w*|"
+    # torch.compile given a backend name this install does not have (`--dynamo_backend tensorrt` on CPU)
+    r"InvalidBackend)$"
 )
 # launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
 # ProcessExitedException carry the child's traceback or exit in their message): never the origin
@@ -195,6 +197,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"method|scheduler|optimizer|loss)\b|"
          r"make sure (?:you|to|that)|\btry (?:increasing|decreasing|reducing|lowering|raising|setting)\b|\beither (?:set|pass|use|disable|enable|remove|provide|specify)\b|"
          r"\byou (?:have )?set `?[\w.]+`? to\b|\b(?:training |launch )?argument `?\w*`? ?is set to\b"),
+        # a split or file that holds no rows at all ("Instruction 'validation' corresponds to no data!")
+        ("data_corrupt", ["fix_data_file", "fix_path"], 0.45, r"corresponds to no data"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
          r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
          r"features? .{0,20}(?:missing|expected)|schema"),
@@ -359,6 +363,12 @@ def explain(
     if exception == "ValueError" and frames and _OPTIMIZER_FILE.search(str(frames[-1].get("file", ""))):
         # the optimizer refusing the parameter groups the script built (a parameter in two groups, an empty list)
         return ("code_bug", ["fix_code"], 0.45, "the optimizer refused the parameter groups the script built")
+    if exception == "OverflowError" and _OUT_OF_RANGE_ID.search(message) \
+            and any("decode" in str(frame.get("function", "")) for frame in frames[-4:]):
+        # token ids that cannot be ids: labels padded with -100 handed to decode() (metrics, predictions)
+        return ("code_bug", ["fix_code"], 0.5,
+                "negative ids (labels padded with -100) were handed to the tokenizer's decode(): replace -100 with "
+                "the pad token id first")
     if _CONFIG_CLASS.match(exception):
         return "config_invalid", ["fix_config"], 0.55, f"the exception class {exception}"
     if exception in _DATA_CORRUPT or (full_name or "").lstrip("_") == "csv.Error":
@@ -548,6 +558,8 @@ def called_from_user_code(frames: list[dict]) -> bool:
 
 # torch.compile's refusals to trace (torch._dynamo.exc)
 _COMPILER_REFUSALS = frozenset({"UserError", "Unsupported", "UncapturedHigherOrderOpError"})
+_OUT_OF_RANGE_ID = re.compile(r"number too small to fit in target type|out of range integral type conversion|"
+                              r"can't convert negative int to unsigned")
 _OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
 _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"

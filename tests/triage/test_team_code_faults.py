@@ -574,3 +574,23 @@ def test_cpu_blind19_forms_a_compiler_backend_an_empty_split_and_decoded_padding
          "return self._decode("),
     ], "OverflowError: number too small to fit in target type while processing 'ids'"), name="decode.log")
     assert (decoded.category, decoded.fixes[0]["kind"]) == ("code_bug", "fix_code")
+
+
+def test_blind27_forms_divisibility_arrow_offsets_and_a_callback_the_library_calls(tmp_path):
+    grpo = "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py"
+    divide = _run(tmp_path, _traceback(3, [
+        ('File "/jobs/rl/train_grpo.py", line 88, in main', "trainer = GRPOTrainer(model=model, args=cfg)"),
+        (f'File "{grpo}", line 640, in __init__', "raise ValueError("),
+    ], "ValueError: vllm_tensor_parallel_size (3) must divide world size (8) evenly."))
+    assert (divide.category, divide.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    arrow = _run(tmp_path, _traceback(0, [
+        ('File "pyarrow/table.pxi", line 4361, in pyarrow.lib.Table.combine_chunks', "..."),
+        ('File "pyarrow/error.pxi", line 92, in pyarrow.lib.check_status', "..."),
+    ], "pyarrow.lib.ArrowInvalid: offset overflow while concatenating arrays"), name="arrow.log")
+    assert (arrow.category, arrow.fixes[0]["kind"]) == ("data_pipeline", "fix_config")
+    warmup = _run(tmp_path, _traceback(5, [
+        ('File "/jobs/dpo/sched.py", line 12, in build_scheduler', "return LambdaLR(opt, lr_lambda)"),
+        (f'File "{_TORCH}/optim/lr_scheduler.py", line 280, in <listcomp>', "base_lr * lmbda(self.last_epoch)"),
+        ('File "/jobs/dpo/sched.py", line 9, in lr_lambda', "return step / warmup_steps"),
+    ], "ZeroDivisionError: division by zero"), name="warmup.log")
+    assert (warmup.category, warmup.fixes[0]["kind"]) == ("code_bug", "fix_code")

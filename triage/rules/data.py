@@ -54,6 +54,16 @@ def _ragged_rows(text: str, frames: list[dict]):
             "into one tensor")
 
 
+def _offset_overflow(text: str):
+    """Arrow's 32-bit offsets overflowed: one column of one chunk passed 2 GiB (images or long documents
+    kept as one list); nothing in a file is unreadable, the chunking settings are what to change."""
+    if "offset overflow" not in text:
+        return None
+    return ("data_pipeline", ("fix_config",),
+            "a column of one Arrow chunk grew past 2 GiB (offset overflow): write smaller batches "
+            "(writer_batch_size / preprocessing batch size) or keep large fields (images) out of the table")
+
+
 RULES = [
     rule(
         "data.missing_field",
@@ -146,6 +156,7 @@ RULES = [
         0.92,
         "the datasets library could not parse a data file",
         facts=_exception_from_class,
+        within=lambda text, frames: _offset_overflow(text),
     ),
     rule(
         "data.map_ragged",

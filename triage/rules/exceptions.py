@@ -178,7 +178,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"(?:sequence|prompt|input|response)[ _]?length\W{0,3}\d*.{0,30}\b(?:larger|longer|greater|more) than|"
          r"exceeds? (?:the )?max(?:imum)?[ _](?:length|seq|prompt|tokens)"),
         ("config_invalid", ["fix_config"], 0.45,
-         r"must be divisible|should be divisible|not divisible|has to be (?:greater|less|divisible|between)|"
+         r"must be divisible|should be divisible|not divisible|must (?:evenly )?divide|divides? .{0,40}evenly|has to be (?:greater|less|divisible|between)|"
          r"must be (?:greater|less|a multiple|one of|set|specified|provided)|cannot be (?:used|set|enabled) (?:together|with)|"
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
          r"requires? (?:an? |the )?`?[\w.]+`? (?:to be|be) (?:set|specified|provided|enabled|given)|"
@@ -501,6 +501,10 @@ def explain(
     between = None if in_data else _between_libraries(exception, frames)  # (data handed through: the data's)
     if between is not None:
         return between
+    if exception in _CODE_BUGS and raised_in_user_code and not in_data and exception != "AssertionError":
+        # the script's own function raised a bug class, whatever library called it back (an lr lambda under
+        # the scheduler, a callback under the trainer): the function is the script's
+        return "code_bug", ["fix_code"], 0.4, f"a {exception} in the script's own code"
     module = _by_module(full_name, frames)
     if module is not None:
         category, fixes, where = module

@@ -59,6 +59,8 @@ OWN_SETS = {
     "blind22": ROOT / "tests" / "triage" / "fixtures" / "blind22",
     "blind20": ROOT / "tests" / "triage" / "fixtures" / "blind20",
     "blind24": ROOT / "tests" / "triage" / "fixtures" / "blind24",
+    "blind27": ROOT / "tests" / "triage" / "fixtures" / "blind27",
+    "cpu_blind19": ROOT / "tests" / "fixtures" / "cpu_blind19",
 }
 
 

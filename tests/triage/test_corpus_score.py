@@ -80,6 +80,10 @@ SETS = [
     FIXTURES / "blind20",
     # a twenty-fourth blind set (23 forms from NeMo, Megatron, verl, torchtune, ...), held out at 87% category
     FIXTURES / "blind24",
+    # a twenty-seventh blind set (24 forms over every category), held out at 83% category
+    FIXTURES / "blind27",
+    # 12 real CPU runs through the libraries' high-level entry points, held out at 67% category
+    ROOT / "tests" / "fixtures" / "cpu_blind19",
 ]
 
 

@@ -594,3 +594,12 @@ def test_blind27_forms_divisibility_arrow_offsets_and_a_callback_the_library_cal
         ('File "/jobs/dpo/sched.py", line 9, in lr_lambda', "return step / warmup_steps"),
     ], "ZeroDivisionError: division by zero"), name="warmup.log")
     assert (warmup.category, warmup.fixes[0]["kind"]) == ("code_bug", "fix_code")
+
+
+def test_the_random_module_refusing_the_scripts_sample_is_the_script(tmp_path):
+    result = _run(tmp_path, _traceback(3, [
+        ('File "/jobs/sd/bucket_sampler.py", line 44, in __iter__', "picks = random.sample(bucket, self.batch_size)"),
+        ('File "/usr/lib/python3.11/random.py", line 456, in sample',
+         'raise ValueError("Sample larger than population or is negative")'),
+    ], "ValueError: Sample larger than population or is negative"))
+    assert (result.category, result.failing_rank) == ("code_bug", 3)

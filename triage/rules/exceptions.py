@@ -360,6 +360,10 @@ def explain(
         # an unsupported Python construct): rewrite that code, or compile without fullgraph
         return ("code_bug", ["fix_code", "fix_config"], 0.45,
                 f"torch.compile could not trace the script's code ({exception})")
+    if exception in ("ValueError", "IndexError") and frames and _RANDOM_MODULE.search(str(frames[-1].get("file", ""))):
+        # random.sample / choice / randrange refusing the script's arguments (a bucket smaller than the sample)
+        return ("code_bug", ["fix_code"], 0.45,
+                f"the random module refused the script's call ({frames[-1].get('function')})")
     if exception == "ValueError" and frames and _OPTIMIZER_FILE.search(str(frames[-1].get("file", ""))):
         # the optimizer refusing the parameter groups the script built (a parameter in two groups, an empty list)
         return ("code_bug", ["fix_code"], 0.45, "the optimizer refused the parameter groups the script built")
@@ -564,6 +568,7 @@ def called_from_user_code(frames: list[dict]) -> bool:
 _COMPILER_REFUSALS = frozenset({"UserError", "Unsupported", "UncapturedHigherOrderOpError"})
 _OUT_OF_RANGE_ID = re.compile(r"number too small to fit in target type|out of range integral type conversion|"
                               r"can't convert negative int to unsigned")
+_RANDOM_MODULE = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]random\.py$")
 _OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
 _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"

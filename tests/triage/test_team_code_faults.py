@@ -603,3 +603,27 @@ def test_the_random_module_refusing_the_scripts_sample_is_the_script(tmp_path):
          'raise ValueError("Sample larger than population or is negative")'),
     ], "ValueError: Sample larger than population or is negative"))
     assert (result.category, result.failing_rank) == ("code_bug", 3)
+
+
+def test_a_download_left_incomplete_after_a_low_disk_warning_is_the_disk(tmp_path):
+    warning = ("/venv/lib/python3.12/site-packages/huggingface_hub/file_download.py:801: UserWarning: Not enough free "
+               "disk space to download the file. The expected file size is: 4983.02 MB.\n")
+    incomplete = _traceback(8, [
+        ('File "/venv/lib/python3.12/site-packages/huggingface_hub/file_download.py", line 470, in http_get',
+         "raise EnvironmentError("),
+    ], "OSError: Consistency check failed: file should be of size 4983024064 but has size 1294372864 "
+       "(model-00001-of-00005.safetensors). This is usually due to network issues while downloading the file.")
+    assert _run(tmp_path, warning + incomplete).category == "storage"
+    assert _run(tmp_path, incomplete, name="net.log").category == "model_load"
+
+
+def test_no_graph_to_backward_after_checkpointings_no_input_grads_warning_is_a_setting(tmp_path):
+    warning = ("/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:86: UserWarning: None of the inputs "
+               "have requires_grad=True. Gradients will be None\n")
+    backward = _traceback(1, [
+        ('File "/venv/lib/python3.10/site-packages/torch/autograd/__init__.py", line 251, in backward',
+         "Variable._execution_engine.run_backward("),
+    ], "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn")
+    setting = _run(tmp_path, warning + backward)
+    assert (setting.category, setting.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    assert _run(tmp_path, backward, name="plain.log").category == "code_bug"

@@ -627,3 +627,13 @@ def test_no_graph_to_backward_after_checkpointings_no_input_grads_warning_is_a_s
     setting = _run(tmp_path, warning + backward)
     assert (setting.category, setting.fixes[0]["kind"]) == ("config_invalid", "fix_config")
     assert _run(tmp_path, backward, name="plain.log").category == "code_bug"
+
+
+def test_ranks_whose_models_differ_in_parameter_count_built_them_from_other_settings(tmp_path):
+    result = _run(tmp_path, _traceback(8, [
+        ('File "/jobs/lora/train.py", line 120, in main', "model = accelerator.prepare(model)"),
+        (f'File "{_TORCH}/distributed/utils.py", line 290, in _verify_param_shape_across_processes',
+         "return dist._verify_params_across_processes(process_group, tensors, logger)"),
+    ], "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 336 params, while rank 8 has "
+       "inconsistent 84 params."))
+    assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")

@@ -67,6 +67,20 @@ RULES = [
         "offline runs, or push from a machine online after the run",
     ),
     rule(
+        "config.zero3_partitioned_weight",
+        "config_invalid",
+        ROOT,
+        ["'weight' must be 2-D"],
+        # ZeRO-3 partitions every parameter to an empty placeholder until its engine gathers it: a model used
+        # outside the engine's forward (one GPU started without the launcher, a generate() before wrapping)
+        # meets an embedding weight that is not 2-D
+        r"'weight' must be 2-D",
+        ["fix_config"],
+        0.75,
+        "a ZeRO-3-partitioned weight was used outside DeepSpeed's engine (a single-GPU run with a ZeRO-3 config and "
+        "no launcher): drop the ZeRO-3 config for one GPU, or start the job through the distributed launcher",
+    ),
+    rule(
         "config.too_many_peers",
         "config_invalid",
         ROOT,
@@ -146,10 +160,12 @@ RULES = [
         "config.ranks_built_different_models",
         "config_invalid",
         ROOT,
-        ["appears not to match sizes of the same param", "appears not to match strides", "not to match"],
-        # DDP's check at wrap time: the ranks' models differ in shape (a config or label/vocab file that
-        # differs between nodes)
-        r"appears not to match (?:sizes|strides) of the same param in process",
+        ["appears not to match sizes of the same param", "appears not to match strides", "not to match",
+         "DDP expects same model across all ranks"],
+        # DDP's check at wrap time: the ranks' models differ in shape or in their number of parameters (a config,
+        # adapter, label or vocabulary file that differs between nodes)
+        r"appears not to match (?:sizes|strides) of the same param in process|"
+        r"DDP expects same model across all ranks, but Rank \d+ has \d+ params, while rank \d+ has inconsistent",
         ["fix_config", "fix_path"],
         0.85,
         "the ranks built models of different shapes: a config, vocabulary or label file differs between the "

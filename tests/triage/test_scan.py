@@ -131,3 +131,21 @@ def test_two_grep_halves_find_the_same_lines_as_one(tmp_path, monkeypatch):
     grep_lines = list(grep_scanner)
     assert grep_lines == python_lines
     assert grep_scanner.lines_total == 6000
+
+
+def test_no_literal_wakes_the_scan_on_the_lines_a_healthy_run_repeats_every_step():
+    # a literal that matches a line printed every step (a progress bar, a warning the checkpointing repeats)
+    # hands every such line to the collector: a 1 GiB log then takes minutes instead of seconds
+    from triage.collect import Collector
+
+    healthy = [
+        "[default3]: 41%|████████▏           | 4100/10000 [01:41<10:00,  1.32it/s]",
+        "[default3]:{'loss': 1.2345, 'grad_norm': 0.412, 'learning_rate': 2e-05, 'epoch': 0.41}",
+        "[default3]:/usr/lib/python3/site-packages/torch/utils/checkpoint.py:61: UserWarning: None of the inputs "
+        "have requires_grad=True. Gradients will be None",
+        "[default3]:node-0:1234:5678 [3] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7 via P2P/IPC",
+        "[rank3]:[W613 14:50:00.211842 ProcessGroupNCCL.cpp:4598] [PG ID 0 PG GUID 0 Rank 3]  using GPU 3 to "
+        "perform barrier as devices used by this process are currently unknown.",
+    ]
+    pattern = Collector().pattern
+    assert [line for line in healthy if pattern.search(line.encode())] == []

@@ -617,18 +617,6 @@ def test_a_download_left_incomplete_after_a_low_disk_warning_is_the_disk(tmp_pat
     assert _run(tmp_path, incomplete, name="net.log").category == "model_load"
 
 
-def test_no_graph_to_backward_after_checkpointings_no_input_grads_warning_is_a_setting(tmp_path):
-    warning = ("/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:86: UserWarning: None of the inputs "
-               "have requires_grad=True. Gradients will be None\n")
-    backward = _traceback(1, [
-        ('File "/venv/lib/python3.10/site-packages/torch/autograd/__init__.py", line 251, in backward',
-         "Variable._execution_engine.run_backward("),
-    ], "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn")
-    setting = _run(tmp_path, warning + backward)
-    assert (setting.category, setting.fixes[0]["kind"]) == ("config_invalid", "fix_config")
-    assert _run(tmp_path, backward, name="plain.log").category == "code_bug"
-
-
 def test_ranks_whose_models_differ_in_parameter_count_built_them_from_other_settings(tmp_path):
     result = _run(tmp_path, _traceback(8, [
         ('File "/jobs/lora/train.py", line 120, in main', "model = accelerator.prepare(model)"),

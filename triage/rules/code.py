@@ -156,17 +156,6 @@ RULES = [
         "autograd was misused (frozen parameters, double backward or an in-place change)",
     ),
     rule(
-        "code.checkpoint_inputs_without_grad",
-        "code_bug",
-        HINT,
-        ["None of the inputs have requires_grad=True"],
-        # torch.utils.checkpoint's warning (reentrant mode): the checkpointed block will give no gradients
-        r"None of the inputs have requires_grad=True\. Gradients will be None",
-        ["fix_config", "fix_code"],
-        0.05,
-        "torch's checkpoint warned that none of its inputs require grad (reentrant checkpointing)",
-    ),
-    rule(
         "code.ddp_unused",
         "config_invalid",
         ROOT,

@@ -15,12 +15,6 @@ REREADS = (
     # hub warned there was not enough free disk space for it: the disk, not the network or the repo
     (("exception.OSError", "model_load.cant_load"), "model_load", "storage.low_disk_warning",
      ("storage", ("free_disk", "fix_path"), "a download left incomplete after a warning that the disk was almost full")),
-    # autograd finding no graph to backward through, after torch's checkpoint warned that none of its inputs
-    # require grad: reentrant gradient checkpointing over frozen inputs (LoRA with frozen embeddings)
-    (("code.autograd",), None, "code.checkpoint_inputs_without_grad",
-     ("config_invalid", ("fix_config", "fix_code"),
-      "reentrant gradient checkpointing over inputs that need no grad (frozen embeddings under LoRA): use "
-      "gradient_checkpointing_kwargs={'use_reentrant': False}, or enable_input_require_grads()")),
     # a --local-rank refused by a script whose usage offers --local_rank: the launchers' spelling changed
     # with torch 2.0, not a launch passing an argument the script never takes
     (("versions.unused_cli_args",), "config_invalid", "versions.usage_takes_local_rank",

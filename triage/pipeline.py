@@ -169,7 +169,8 @@ def _reread(winner, verdict: Verdict, command: str | None):
         meant = config_rules.unreadable_config(verdict.exception, exception_rules.reading_data(frames), configs, data)
     elif winner.category == "code_bug":
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
-        meant = config_rules.zero_setting(verdict.exception, flags)
+        meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
+            winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
     if meant is None:
         return winner
     return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])

@@ -129,3 +129,17 @@ def test_an_os_refusing_a_file_is_not_a_config_keyword(tmp_path):
     text = ('Traceback (most recent call last):\n  File "/job/fit.py", line 40, in resume\n    state = load(path)\n'
             "OSError: [Errno 22] Invalid argument\n")
     assert _diagnose(tmp_path, text, None).category == "storage"
+
+
+def test_no_graph_to_backward_in_a_job_that_checkpoints_gradients_is_the_checkpointing_setting(tmp_path):
+    from triage_helpers import diagnose_text
+
+    text = ("[rank1]: Traceback (most recent call last):\n"
+            '[rank1]:   File "/venv/lib/python3.10/site-packages/torch/autograd/__init__.py", line 251, in backward\n'
+            "[rank1]:     Variable._execution_engine.run_backward(\n"
+            "[rank1]: RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n")
+    checkpointed = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 2 train_lora.py "
+                                                         "--gradient_checkpointing --bf16")
+    assert (checkpointed.category, checkpointed.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    plain = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 2 train_lora.py --bf16", name="p.log")
+    assert plain.category == "code_bug"

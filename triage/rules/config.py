@@ -407,3 +407,20 @@ def zero_setting(exception: str | None, flags: dict[str, str]):
     return ("config_invalid", ("fix_config",),
             f"the command sets {', '.join('--' + name for name in zeros[:3])} to 0, and the script divides by it "
             "(an interval, a count or a ratio): give it a positive value")
+
+
+_CHECKPOINTING_FLAG = re.compile(r"^(?:gradient_checkpointing|grad_ckpt|grad_checkpointing|activation_checkpointing|"
+                                 r"gradient_checkpoint|use_gradient_checkpointing)$")
+
+
+def checkpointing_without_input_grads(rule_id: str | None, message: str | None, flag_keys: set[str]):
+    """Autograd finding no graph to backward through, in a job that turns gradient checkpointing on: the
+    reentrant checkpoint over inputs that need no grad (frozen embeddings under LoRA) gives no gradients."""
+    if rule_id != "code.autograd" or "does not require grad" not in (message or ""):
+        return None
+    if not any(_CHECKPOINTING_FLAG.match(key) for key in flag_keys):
+        return None
+    return ("config_invalid", ("fix_config", "fix_code"),
+            "gradient checkpointing (reentrant) over inputs that need no grad, as under LoRA with frozen embeddings, "
+            "gives no gradients: use gradient_checkpointing_kwargs={'use_reentrant': False}, or call "
+            "model.enable_input_require_grads()")

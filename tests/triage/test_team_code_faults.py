@@ -625,3 +625,19 @@ def test_ranks_whose_models_differ_in_parameter_count_built_them_from_other_sett
     ], "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 336 params, while rank 8 has "
        "inconsistent 84 params."))
     assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+
+
+def test_a_write_cut_short_is_storage_and_a_view_the_scripts_loss_cannot_take_is_the_script(tmp_path):
+    numpy = "/venv/lib/python3.11/site-packages/numpy/lib"
+    cut = _run(tmp_path, _traceback(2, [
+        ('File "/jobs/ft/train.py", line 88, in <module>', "np.save(cache / f'feat-{rank}.npy', feats)"),
+        (f'File "{numpy}/_format_impl.py", line 750, in write_array', "array.tofile(fp)"),
+    ], "OSError: 450560 requested and 262112 written"))
+    assert (cut.category, cut.failing_rank) == ("storage", 2)
+    view = _run(tmp_path, _traceback(0, [
+        ('File "/venv/lib/python3.11/site-packages/transformers/trainer.py", line 3800, in training_step',
+         "loss = self.compute_loss(model, inputs)"),
+        ('File "/jobs/ft/wloss.py", line 40, in compute_loss', "flat = logits.transpose(1, 2).view(-1, n)"),
+    ], "RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension "
+       "spans across two contiguous subspaces). Use .reshape(...) instead."), name="view.log")
+    assert (view.category, view.fixes[0]["kind"]) == ("code_bug", "fix_code")

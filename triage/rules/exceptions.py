@@ -154,7 +154,9 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("rendezvous", ["fix_rendezvous", "increase_timeout"], 0.3,
          r"ncclUniqueId|c10d key-value store|store->get|socket timeout"),
         ("storage", ["free_disk", "fix_path"], 0.5,
-         r"no space left|disk quota|read-only file system|input/output error|errno 28|errno 122"),
+         r"no space left|disk quota|read-only file system|input/output error|errno 28|errno 122|"
+         # a write the file system cut short (a full disk, a file size limit): numpy's "N requested and M written"
+         r"\d+ requested and \d+ written"),
         ("numerical", ["fix_numerics"], 0.5,
          r"\bnan\b|\binf(?:inite)?\b.{0,30}(?:loss|grad)|(?:loss|grad\w*).{0,40}\b(?:nan|inf)\b|loss scale|"
          r"overflow.{0,30}(?:grad|loss)|non-finite"),
@@ -460,6 +462,9 @@ def explain(
         # the script asks the object for something it refuses, whatever the message says about settings
         return ("code_bug", ["fix_code"], 0.5,
                 f"the script's own line calls {refused.group(1)}(), which this object refuses")
+    if exception == "RuntimeError" and _SHAPE_BUG.search(message) and not in_data and called_from_user_code(frames):
+        # (before the keywords: "view size is not compatible with ..." is about a tensor, not a setting)
+        return "code_bug", ["fix_code"], 0.35, "a tensor shape the script's own line cannot reshape or multiply"
     keyword = _by_keywords(message)
     if keyword is not None:
         category, fixes, weight, words = keyword

@@ -641,3 +641,13 @@ def test_a_write_cut_short_is_storage_and_a_view_the_scripts_loss_cannot_take_is
     ], "RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension "
        "spans across two contiguous subspaces). Use .reshape(...) instead."), name="view.log")
     assert (view.category, view.fixes[0]["kind"]) == ("code_bug", "fix_code")
+
+
+def test_one_object_passed_for_two_roles_is_the_scripts_call(tmp_path):
+    dpo = "/venv/lib/python3.11/site-packages/trl/trainer/dpo_trainer.py"
+    result = _run(tmp_path, _traceback(0, [
+        ('File "/jobs/dpo/pairs.py", line 26, in main', "trainer = DPOTrainer(model=policy, ref_model=reference)"),
+        (f'File "{dpo}", line 591, in __init__', "raise ValueError("),
+    ], "ValueError: `model` and `ref_model` cannot be the same object. In most cases you should omit `ref_model` "
+       "and we'll initialize it to a copy of `model` for you."))
+    assert (result.category, result.fixes[0]["kind"]) == ("code_bug", "fix_code")

@@ -462,6 +462,9 @@ def explain(
         # the script asks the object for something it refuses, whatever the message says about settings
         return ("code_bug", ["fix_code"], 0.5,
                 f"the script's own line calls {refused.group(1)}(), which this object refuses")
+    if exception in ("ValueError", "TypeError") and _SAME_OBJECT.search(message) and user_frames:
+        # "`model` and `ref_model` cannot be the same object": the script passed one object for two roles
+        return ("code_bug", ["fix_code"], 0.45, "the script passed the same object where two distinct ones belong")
     if exception == "RuntimeError" and _SHAPE_BUG.search(message) and not in_data and called_from_user_code(frames):
         # (before the keywords: "view size is not compatible with ..." is about a tensor, not a setting)
         return "code_bug", ["fix_code"], 0.35, "a tensor shape the script's own line cannot reshape or multiply"
@@ -573,6 +576,7 @@ def called_from_user_code(frames: list[dict]) -> bool:
 _COMPILER_REFUSALS = frozenset({"UserError", "Unsupported", "UncapturedHigherOrderOpError"})
 _OUT_OF_RANGE_ID = re.compile(r"number too small to fit in target type|out of range integral type conversion|"
                               r"can't convert negative int to unsigned")
+_SAME_OBJECT = re.compile(r"(?:cannot|can't|must not|should not) be the same (?:object|instance)")
 _RANDOM_MODULE = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]random\.py$")
 _OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
 _SIGNATURE = re.compile(

@@ -361,3 +361,15 @@ def test_ncclcomminitrank_lines_turn_an_xids_pid_into_its_rank(tmp_path):
     dmesg = "[Tue Jul  8 03:17:38 2026] NVRM: Xid (PCI:0000:31:00): 79, pid=51233, name=python3, GPU has fallen off the bus.\n"
     result = diagnose([write(tmp_path / "node1.log", init), write(tmp_path / "dmesg.txt", dmesg)])
     assert (result.category, result.failing_rank) == ("hardware", 11)
+
+
+def test_a_stack_dump_of_a_rank_waiting_in_a_file_lock_is_why_the_others_timed_out(tmp_path):
+    dump = ("$ py-spy dump --pid 18270\n"
+            'Thread 18270 (idle): "MainThread"\n'
+            "    acquire (filelock/_api.py:344)\n"
+            "    __enter__ (filelock/_api.py:376)\n"
+            "    download_and_prepare (datasets/builder.py:870)\n")
+    log = "".join(_watchdog(rank, "612 22:41:06.9") for rank in (1, 2, 3))
+    result = diagnose([write(tmp_path / "pyspy-rank0.txt", dump), write(tmp_path / "train.log", log)],
+                      command="torchrun --nproc_per_node 4 train.py")
+    assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("storage", 0, "fix_path")

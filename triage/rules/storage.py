@@ -45,6 +45,20 @@ def _stale_mount(text: str, frames: list[dict]):
 
 RULES = [
     rule(
+        "storage.stuck_on_file_lock",
+        "storage",
+        ROOT,
+        ["filelock/_api.py", "filelock/_unix.py"],
+        # a stack dump (py-spy dump, faulthandler) of a process waiting in a file lock: the cache folder's file
+        # system does not grant locks (NFS without lockd, some network file systems), so the rank never
+        # leaves loading while its peers time out waiting for it
+        r"\bacquire \(\S*filelock[/\\]_(?:api|unix)\.py:\d+\)|filelock[/\\]_(?:api|unix)\.py\"?,? line \d+,? in acquire",
+        ["fix_path"],
+        0.75,
+        "a process waited in a file lock that never came (a cache folder on a file system without working "
+        "locks): point the datasets / hub cache at a local disk",
+    ),
+    rule(
         "storage.pod_evicted_disk",
         "storage",
         ROOT,

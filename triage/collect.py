@@ -76,6 +76,7 @@ class Collector:
             else None
         )
         self.nproc = nproc_per_node
+        self.srun_labels_are_nodes = False  # srun started one launcher per node: "1: " is node 1, not rank 1
         self.node_layout = node_layout or {}  # {node: (first global rank, processes)} when nodes differ
         self.rules = rules.registry()
         self.pending_message = None
@@ -205,6 +206,8 @@ class Collector:
                     self._spawn_rank[source] = block[1]
                 else:
                     self._spawn_rank.pop(source, None)
+        if prefixed.style == "srun" and self.srun_labels_are_nodes:
+            prefixed = Prefixed(rank=None, host=prefixed.host, text=prefixed.text, style="srun-node")
         rank = prefixed.rank if prefixed.rank is not None else rank_hint
         if rank is None:
             rank = self._spawn_rank.get(source)

@@ -63,6 +63,10 @@ def diagnose(
     default_world = shape.world if shape and not shape.stated else None  # bare torchrun: 1, unless logs say more
     memory = memory_module.MemorySeriesCollector()
     collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc, layout)
+    # `srun --label torchrun ...`: srun starts one launcher per node, so its task label is the node, not a rank
+    collector.srun_labels_are_nodes = bool(command) and any(
+        "srun" in launch.wrappers and launch.launcher in ("torchrun", "accelerate", "deepspeed")
+        for launch in parse_script(command).launches)
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out

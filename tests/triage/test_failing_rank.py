@@ -373,3 +373,16 @@ def test_a_stack_dump_of_a_rank_waiting_in_a_file_lock_is_why_the_others_timed_o
     result = diagnose([write(tmp_path / "pyspy-rank0.txt", dump), write(tmp_path / "train.log", log)],
                       command="torchrun --nproc_per_node 4 train.py")
     assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("storage", 0, "fix_path")
+
+
+def test_srun_labels_are_nodes_when_srun_starts_one_launcher_per_node(tmp_path):
+    text = ("1: Traceback (most recent call last):\n"
+            '1:   File "/jobs/pt/train.py", line 40, in <module>\n'
+            "1:     batch = next(loader)\n"
+            "1: KeyError: 'turns'\n")
+    log = write(tmp_path / "slurm-881.out", text)
+    per_node = diagnose([log], command="srun --label --nodes 2 --ntasks-per-node 1 torchrun --nnodes 2 "
+                                       "--nproc_per_node 4 train.py")
+    assert per_node.category == "data_schema" and per_node.failing_rank is None  # node 1 holds ranks 4-7
+    per_rank = diagnose([log], command="srun --label --ntasks 8 python train.py")
+    assert per_rank.failing_rank == 1

@@ -65,7 +65,7 @@ _SPAWNED = re.compile(r"^\s*-- Process (\d{1,6}) terminated with the following e
 class Collector:
     def __init__(
         self, memory_collector=None, memory_literals: tuple[str, ...] = (), nproc_per_node: int | None = None,
-        node_layout: dict[int, tuple[int, int]] | None = None,
+        node_layout: dict[int, tuple[int, int]] | None = None, srun_labels_are_nodes: bool = False,
     ):
         self.out = Collected()
         self.memory = memory_collector
@@ -76,7 +76,7 @@ class Collector:
             else None
         )
         self.nproc = nproc_per_node
-        self.srun_labels_are_nodes = False  # srun started one launcher per node: "1: " is node 1, not rank 1
+        self.srun_labels_are_nodes = srun_labels_are_nodes  # srun started one launcher per node: "1: " is node 1
         self.node_layout = node_layout or {}  # {node: (first global rank, processes)} when nodes differ
         self.rules = rules.registry()
         self.pending_message = None

@@ -22,6 +22,7 @@ from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
+from triage.fixes.common import zero_offloads
 from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
@@ -57,16 +58,18 @@ def diagnose(
     shape = with_launcher_config(launch_shape(parsed) if parsed else None, parsed, configs)
     nproc = shape.per_node if shape and shape.stated else None
     command_world = shape.world if shape and shape.stated else None
-    layout = node_layout(parse_script(command)) if command else None
+    script = parse_script(command) if command else None
+    layout = node_layout(script) if script else None
     if layout:  # one line per node, each with its own process count
         command_world = sum(count for _, count in layout.values())
     default_world = shape.world if shape and not shape.stated else None  # bare torchrun: 1, unless logs say more
     memory = memory_module.MemorySeriesCollector()
-    collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc, layout)
     # `srun --label torchrun ...`: srun starts one launcher per node, so its task label is the node, not a rank
-    collector.srun_labels_are_nodes = bool(command) and any(
+    srun_nodes = script is not None and any(
         "srun" in launch.wrappers and launch.launcher in ("torchrun", "accelerate", "deepspeed")
-        for launch in parse_script(command).launches)
+        for launch in script.launches)
+    collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc, layout,
+                          srun_labels_are_nodes=srun_nodes)
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out
@@ -389,15 +392,7 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
 
 def _offloads_to_cpu(configs: dict) -> bool:
     """A DeepSpeed config among the uploads that offloads optimizer states or parameters to host RAM."""
-    for config in configs.values():
-        zero = config.get("zero_optimization") if isinstance(config, dict) else None
-        if not isinstance(zero, dict):
-            continue
-        for key in ("offload_optimizer", "offload_param"):
-            place = zero.get(key)
-            if isinstance(place, dict) and str(place.get("device", "")).lower() == "cpu":
-                return True
-    return False
+    return any("cpu" in zero_offloads(config).values() for config in configs.values())
 
 
 def _evidence(verdict: Verdict) -> list[Evidence]:

@@ -98,6 +98,16 @@ def deepspeed_config(ctx, cmd: LaunchCommand) -> tuple[str | None, dict | None]:
     return named, None
 
 
+def zero_offloads(conf: dict | None) -> dict[str, str]:
+    """The ZeRO offloads a DeepSpeed config turns on: {"offload_optimizer" / "offload_param": device}."""
+    zero = (conf or {}).get("zero_optimization") if isinstance(conf, dict) else None
+    if not isinstance(zero, dict):
+        return {}
+    places = {key: zero.get(key) for key in ("offload_optimizer", "offload_param")}
+    return {key: str(place.get("device", "none")).lower() for key, place in places.items()
+            if isinstance(place, dict) and str(place.get("device", "none")).lower() != "none"}
+
+
 class Edits:
     """One fix's changes: to the command (through Rewrite) and to config files."""
 

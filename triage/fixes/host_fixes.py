@@ -1,7 +1,7 @@
 """Host-side fixes: DataLoader / preprocessing workers, /dev/shm, host RAM while loading."""
 from __future__ import annotations
 
-from .common import Edits, as_int, deepspeed_config, is_hf_style, training_configs
+from .common import Edits, as_int, deepspeed_config, is_hf_style, training_configs, zero_offloads
 
 WORKER_KEYS = ("dataloader_num_workers", "preprocessing_num_workers", "num_workers", "num_proc",
                "dataset_num_proc", "dataset_processes", "workers")
@@ -70,9 +70,7 @@ def host_memory(ctx, kind: str) -> dict:
     cmd = edits.cmd
     notes = []
     ds_name, ds = deepspeed_config(ctx, cmd)
-    zero = (ds or {}).get("zero_optimization") or {}
-    offloaded = [k for k in ("offload_optimizer", "offload_param")
-                 if str((zero.get(k) or {}).get("device", "none")) in ("cpu", "nvme")]
+    offloaded = [key for key, device in zero_offloads(ds).items() if device in ("cpu", "nvme")]
     if offloaded and ds_name:
         for key in offloaded:
             edits.patch_config(ds_name, f"zero_optimization.{key}.pin_memory", False)

@@ -466,7 +466,9 @@ def explain(
         # "`model` and `ref_model` cannot be the same object": the script passed one object for two roles
         return ("code_bug", ["fix_code"], 0.45, "the script passed the same object where two distinct ones belong")
     if exception == "RuntimeError" and _SHAPE_BUG.search(message) and not in_data and called_from_user_code(frames):
-        # (before the keywords: "view size is not compatible with ..." is about a tensor, not a setting)
+        # a tensor op at the script's own line given a shape it cannot take (a view/reshape with sizes written
+        # for a full batch, meeting the last partial one; matrices that do not chain); before the keywords:
+        # "view size is not compatible with ..." is about a tensor, not a setting
         return "code_bug", ["fix_code"], 0.35, "a tensor shape the script's own line cannot reshape or multiply"
     keyword = _by_keywords(message)
     if keyword is not None:
@@ -538,10 +540,6 @@ def explain(
             # a torch op or loss called at the script's own line with tensors whose sizes do not fit
             return ("code_bug", ["fix_code"], 0.35,
                     "a tensor op the script's own line calls was given tensors whose sizes do not fit")
-    if exception == "RuntimeError" and raised_in_user_code and not in_data and _SHAPE_BUG.search(message):
-        # a tensor op at the script's own line given a shape it cannot take (a view/reshape with sizes written
-        # for a full batch, meeting the last partial one; matrices that do not chain)
-        return "code_bug", ["fix_code"], 0.35, "a tensor shape the script's own line cannot reshape or multiply"
     if exception == "ValueError" and in_data:
         return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35, "a ValueError in data-handling frames"
     if exception == "ValueError" and raised_in_user_code:
@@ -588,12 +586,12 @@ _REWARD_FRAME = re.compile(r"reward", re.IGNORECASE)
 _ROW_NOT_A_RECORD = re.compile(r"list indices must be integers or slices, not str")
 _FIELD_SUBSCRIPT = re.compile(r"\w\[['\"]\w+['\"]\]")
 _NOT_IN_LIST = re.compile(r"^'[^']{1,80}' is not in list$")
-# a comparison of a number with a string inside a library: a setting that should be a number is text
 # a value of the wrong type handed to a function that wants text or a path
 _WRONG_TYPE = re.compile(r"(?:must be|expected) (?:an? )?(?:str|string|bytes|os\.PathLike)\b.{0,60}"
                          r"not '?(?:int|float|bool|NoneType)'?|can only concatenate str \(not \"(?:int|float|bool)\"\)")
 # the line reads a value out of a loaded config mapping: cfg["run_tag"], config.get("out"), hparams['name']
 _READS_CONFIG = re.compile(r"\b(?:cfg|conf|config|configs|settings|hparams|hp|yaml_cfg|opts)\s*(?:\[|\.get\()")
+# a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")
 _FINITE_CHECK = re.compile(r"\bassert\b.{0,40}\b(?:isfinite|isnan|isinf|math\.isfinite)\(|\bassert\b.{0,40}\bnot\b.{0,30}\bnan\b")

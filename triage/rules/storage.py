@@ -17,12 +17,17 @@ _MODEL_FILE = re.compile(
 )
 
 
+# shutil.rmtree's own frames: a file gone from under it was deleted by another process
+_RMTREE = re.compile(r"_?rmtree")
+_SHUTIL = re.compile(r"[/\\]shutil\.py$")
+
+
 def _model_file_missing(text: str, frames: list[dict]):
     """A missing file of a model, tokenizer or adapter folder (a tokenizer.model under a download path
     that was never filled): the model's path, even when a tokenizer's loading frames look like data code.
     A file that vanished while shutil.rmtree walked its folder: another process deleted it first."""
-    if frames and re.match(r"_?rmtree", str(frames[-1].get("function", ""))) \
-            and re.search(r"[/\\]shutil\.py$", str(frames[-1].get("file", ""))):
+    if frames and _RMTREE.match(str(frames[-1].get("function", ""))) \
+            and _SHUTIL.search(str(frames[-1].get("file", ""))):
         return ("code_bug", ("fix_code",),
                 "a folder was deleted by two processes at once (rmtree found its files already gone): let one "
                 "rank clean it, then a barrier")

@@ -108,6 +108,7 @@ def _build(
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
     winner = _reread(verdict.candidate, verdict, command)
+    winner = _reread_by_world(winner, verdict, world_size)
     winner = _reread_by_hints(winner, collected)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
@@ -178,6 +179,17 @@ def _reread(winner, verdict: Verdict, command: str | None):
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
+    if meant is None:
+        return winner
+    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
+
+
+def _reread_by_world(winner, verdict: Verdict, world_size: int | None):
+    """The winner, reinterpreted by the job's size: a numbered part missing only on the last rank."""
+    if winner is None or winner.category not in ("storage", "data_corrupt", "data_pipeline"):
+        return winner
+    meant = config_rules.rank_beyond_prepared_parts(verdict.exception, verdict.message, verdict.failing_rank,
+                                                    world_size)
     if meant is None:
         return winner
     return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])

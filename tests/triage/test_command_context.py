@@ -143,3 +143,25 @@ def test_no_graph_to_backward_in_a_job_that_checkpoints_gradients_is_the_checkpo
     assert (checkpointed.category, checkpointed.fixes[0]["kind"]) == ("config_invalid", "fix_config")
     plain = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 2 train_lora.py --bf16", name="p.log")
     assert plain.category == "code_bug"
+
+
+MISSING_PART = """\
+[rank{rank}]: Traceback (most recent call last):
+[rank{rank}]:   File "/srv/jobs/intent/train_intent.py", line 33, in <module>
+[rank{rank}]:     rows = read_rows(os.path.join(args.parts, f"{{name}}"))
+[rank{rank}]: FileNotFoundError: [Errno 2] No such file or directory: 'parts/{name}'
+"""
+
+
+@pytest.mark.parametrize(("rank", "name", "category"), [
+    (5, "chunk_05.parquet", "config_invalid"),  # the last of 6 ranks: data cut for fewer processes
+    (2, "chunk_02.parquet", "storage"),         # a middle rank: that part went missing
+    (5, "optim_05.pt", "storage"),              # a checkpoint shard left uncopied, not data parts
+])
+def test_a_numbered_part_missing_only_on_the_last_rank_is_the_process_count(tmp_path, rank, name, category):
+    command = "torchrun --nproc_per_node 6 train_intent.py --parts parts"
+    result = _diagnose(tmp_path, MISSING_PART.format(rank=rank, name=name), command)
+    assert result.failing_rank == rank
+    assert result.category == category
+    if category == "config_invalid":
+        assert result.fixes[0]["kind"] == "fix_config" and "fewer processes" in result.summary

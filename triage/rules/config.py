@@ -424,3 +424,28 @@ def checkpointing_without_input_grads(rule_id: str | None, message: str | None, 
             "gradient checkpointing (reentrant) over inputs that need no grad, as under LoRA with frozen embeddings, "
             "gives no gradients: use gradient_checkpointing_kwargs={'use_reentrant': False}, or call "
             "model.enable_input_require_grads()")
+
+
+_MISSING_FILE = re.compile(r"No such file or directory: '([^']+)'")
+_INDEX = re.compile(r"(\d+)")
+# data parts, not checkpoint shards (a resume missing one rank's optimizer file is a copy left undone)
+_DATA_PART = re.compile(r"\.(?:jsonl?|csv|tsv|parquet|arrow|txt|tar|npy|npz|idx)(?:\.gz|\.zst)?$", re.IGNORECASE)
+
+
+def rank_beyond_prepared_parts(exception: str | None, message: str | None, rank: int | None,
+                               world_size: int | None):
+    """Only the last rank misses its own numbered part (`part-003.jsonl` on rank 3 of 4) while the lower ranks
+    read theirs: the data was prepared for fewer processes than were launched. (category, fixes, summary)."""
+    if exception != "FileNotFoundError" or rank is None or not world_size or rank < 1 or rank != world_size - 1:
+        return None
+    found = _MISSING_FILE.search(message or "")
+    if not found:
+        return None
+    name = found.group(1).replace("\\", "/").rsplit("/", 1)[-1]
+    numbers = _INDEX.findall(name)
+    if not _DATA_PART.search(name) or not numbers or int(numbers[-1]) != rank:
+        return None
+    return ("config_invalid", ("fix_config",),
+            f"only the last rank ({rank} of {world_size}) finds no part of its own ({name}): the data was "
+            f"prepared for fewer processes than were launched; launch as many processes as there are parts, "
+            f"or prepare the data again for {world_size}")

@@ -7,6 +7,7 @@ import re
 from triage.candidates import Candidate
 from triage.collected import Collected
 from triage.rules.exceptions import library_file
+from triage.tracebacks import Traceback
 
 
 def first_failing_rank(
@@ -152,6 +153,13 @@ def _timeout_culprit(
         known |= set(range(max(reporters) + 1))  # a gap among the reporters is a rank that stayed silent
     silent = sorted(rank for rank in known if rank not in reporters)
     if reporters and len(silent) == 1:
+        odd = _odd_place(_script_places(collected, [*reporters, *silent]), [*reporters, *silent])
+        if odd is not None and odd in reporters:
+            # the silent rank only lost a peer, at the same line as a rank that timed out there: it was
+            # waiting too; the rank waiting at another line took another path (fewer batches, a skipped step)
+            winner.facts["out_of_step"] = odd
+            return odd, ("the only rank waiting at another line of the script than all the others (the rank that "
+                         "reported no timeout lost its peer at their line): it took another path")
         return silent[0], "the only rank that did not report the timeout: it stalled while the others waited"
     if reporters and len(silent) > 1:
         # a rank that printed a consequence of a lost peer ("Connection closed by peer") was alive and
@@ -250,6 +258,22 @@ def _places(pool: list[Candidate]) -> dict[int, set[tuple[str, int]]]:
         if own:
             name = str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1]  # nodes may run other copies
             place_of.setdefault(item.rank, set()).add((name, int(own[-1].get("line") or 0)))
+    return place_of
+
+
+def _script_places(collected: Collected, ranks: list[int]) -> dict[int, set[tuple[str, int]]]:
+    """Where in the script's own code each rank's last traceback was raised (file name and line), for
+    ranks whose last traceback is a collective's failure or a lost peer alike."""
+    last: dict[int, Traceback] = {}
+    for tb in collected.tracebacks:
+        if tb.rank in ranks and tb.frames:
+            last[tb.rank] = tb
+    place_of: dict[int, set[tuple[str, int]]] = {}
+    for rank, tb in last.items():
+        own = [frame for frame in tb.frames if not library_file(str(frame.get("file", "")))]
+        if own:
+            name = str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1]
+            place_of[rank] = {(name, int(own[-1].get("line") or 0))}
     return place_of
 
 

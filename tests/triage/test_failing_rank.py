@@ -386,3 +386,32 @@ def test_srun_labels_are_nodes_when_srun_starts_one_launcher_per_node(tmp_path):
     assert per_node.category == "data_schema" and per_node.failing_rank is None  # node 1 holds ranks 4-7
     per_rank = diagnose([log], command="srun --label --ntasks 8 python train.py")
     assert per_rank.failing_rank == 1
+
+
+def _collective_failure(rank: int, line: int, call: str, error: str) -> str:
+    return "\n".join([
+        f"[rank{rank}]: Traceback (most recent call last):",
+        f'[rank{rank}]:   File "/work/nlu/fit_slots.py", line {line}, in run_epoch',
+        f"[rank{rank}]:     {call}",
+        f'[rank{rank}]:   File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4810, '
+        "in barrier",
+        f"[rank{rank}]:     work.wait()",
+        f"[rank{rank}]: RuntimeError: {error}",
+    ]) + "\n"
+
+
+@pytest.mark.parametrize("late_line", [88, 121])
+def test_the_rank_waiting_at_another_line_is_first_when_the_quiet_one_lost_a_peer_at_the_others_line(
+        tmp_path, late_line):
+    closed = "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.1.0.4]:4411"
+    timed = "[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 30000ms for recv operation"
+    log = (_collective_failure(1, 88, "loss.backward()", closed)        # lost a peer while in the step's all-reduce
+           + _collective_failure(3, 121, "dist.barrier()", timed)      # left the loop early, waits at the barrier
+           + _collective_failure(0, 88, "loss.backward()", timed)
+           + _collective_failure(2, 88, "loss.backward()", timed))
+    if late_line == 88:
+        # the quiet rank arrived late at the very line the others timed out in: it is the one that stalled
+        log = log.replace('line 121, in run_epoch', 'line 88, in run_epoch')
+    result = diagnose([write(tmp_path / "ddp.log", log)], command="torchrun --nproc_per_node 4 fit_slots.py")
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == (1 if late_line == 88 else 3)

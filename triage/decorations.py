@@ -23,7 +23,11 @@ _QUOTE = re.compile(r"(?:>[ \t]?)+(?=[ \t]*\S)")
 _TIMESTAMP = re.compile(rf"{_ISO}\s*(?:[|:,\-]\s+|[|:,]|(?=\S))?\s*")
 # container runtime (CRI) log lines: "<timestamp> stdout F "
 _CRI = re.compile(r"(?:stdout|stderr) [FP] ")
-_SYSLOG = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\s+(?:\S+\s+)?")
+# syslog / journald: "Nov 03 10:00:00 gpu-node-07 python3[41822]: " (the host, then the program and its pid)
+_SYSLOG = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\s+(?:\S+\s+)?"
+                     r"(?:[\w.\-/@]{1,60}\[\d{1,9}\]:\s)?")
+# `aws logs tail`: "<ISO timestamp> <log stream> " where the stream is a path of names ("job/algo-1-1764000000")
+_CLOUD_STREAM = re.compile(rf"{_ISO}\s+[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+\s+(?=\S)")
 _CLOCK_STEP = re.compile(rf"{_CLOCK}\s*(?:[|\-]\s+)?")
 # levels: "[ERROR] ", "ERROR: ", "| ERROR    | ", "- INFO - ", "ERROR:root:", "INFO ", "<ERROR>",
 # then perhaps the logger's name: "- INFO - datasets.builder - "
@@ -34,6 +38,7 @@ _LEVEL_STEP = re.compile(
 _POD_TAG = re.compile(r"\[pod/[\w.\-]{1,120}/[\w.\-]{1,60}\]\s")
 _STEPS = [
     _QUOTE,
+    _CLOUD_STREAM,
     _TIMESTAMP,
     _CRI,
     _SYSLOG,
@@ -70,7 +75,7 @@ _COMPOSE = re.compile(r"[A-Za-z][\w.\-]{0,62}[-_]\d{1,3}\s+\|\s?")
 # what a log collector puts before every line, whatever the program printed: a quote, timestamps, the
 # container runtime's stream marker, `kubectl logs --prefix`'s "[pod/name/container] ", a logging level,
 # compose's service tag
-_COLLECTOR = [_QUOTE, _TIMESTAMP, _CRI, _SYSLOG, _CLOCK_STEP, _LEVEL_STEP, _POD_TAG, _COMPOSE]
+_COLLECTOR = [_QUOTE, _CLOUD_STREAM, _TIMESTAMP, _CRI, _SYSLOG, _CLOCK_STEP, _LEVEL_STEP, _POD_TAG, _COMPOSE]
 
 
 def without_collector_lead(text: str) -> str:

@@ -82,8 +82,18 @@ def split_prefix(line: str) -> Prefixed:
         inner = _split(line.lstrip(), midline=False)  # a block indented as a whole (a Markdown code block)
         if inner.rank is not None:
             return inner
-    if found.rank is not None or not line or line[0] not in _LEAD_CHARS:
-        return found if found.rank is not None else _split(line)
+    if found.rank is not None or not line:
+        return found
+    if line[0] not in _LEAD_CHARS:
+        # a collector's lead that starts with a letter (syslog's "Nov 03 10:00:00 host prog[pid]: ", compose's
+        # "trainer-1  | ") before pdsh's "host: " or srun's "N: "
+        peeled = decorations.without_collector_lead(line)
+        if peeled is not line:
+            inner = _split(peeled, midline=False)
+            if inner.rank is not None or inner.host is not None:
+                return Prefixed(rank=inner.rank, host=inner.host, text=line[: len(line) - len(peeled)] + inner.text,
+                                style=inner.style)
+        return _split(line)
     core = decorations.core(line)
     if core is line or not line.endswith(core):
         return _split(line)

@@ -1,8 +1,9 @@
-"""What a log collector glues before every line changes no answer, on every case of two whole fixture sets.
+"""What a log collector glues before every line changes no answer, on every case of three whole fixture sets.
 
 Each case is diagnosed as it is and again with every line of every log given a collector's lead (kubectl's
-`--timestamps`, `docker compose logs`' service tag); the second diagnosis must earn every mark the first
-earned. The leads are put on text files only: archives and structured records (JSON, CSV) keep their bytes.
+`--timestamps`, `docker compose logs`' service tag, journald's host and program, `aws logs tail`'s stream);
+the second diagnosis must earn every mark the first earned. The leads are put on text files only: archives and
+structured records (JSON, CSV) keep their bytes.
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ from triage_helpers import FIXTURES, ROOT
 
 from triage.scoring import CONFIG_FILES, NOT_LOGS, diagnose_in_process, find_cases, mark_case
 
-SETS = [ROOT / "tests" / "fixtures" / "cpu_runs", FIXTURES / "blind2"]
+SETS = [ROOT / "tests" / "fixtures" / "cpu_runs", FIXTURES / "blind2", FIXTURES / "blind27"]
 KEPT_AS_IS = (".gz", ".zip", ".tar", ".tgz", ".bz2", ".xz", ".json", ".jsonl", ".csv")
 LEADS = {
     # a clock that moves with the line, as a collector's own would
     "kubectl-timestamps": lambda n: f"2026-11-05T08:{n // 60 % 60:02d}:{n % 60:02d}.{n % 1000:03d}Z ",
     "compose-service": lambda n: "trainer-1  | ",
+    # journald / syslog: the host, then the program and its pid
+    "journald": lambda n: f"Nov 05 08:{n // 60 % 60:02d}:{n % 60:02d} gpu-node-07 python3[41822]: ",
+    # `aws logs tail`: the event's time, then the log stream's name
+    "aws-logs-tail": lambda n: f"2026-11-05T08:{n // 60 % 60:02d}:{n % 60:02d}.{n % 1000:03d}000+00:00 "
+                               "sft-run/algo-1-1764000000 ",
 }
 
 

@@ -566,3 +566,32 @@ def test_a_rankless_gpu_fault_takes_the_rank_whose_cuda_calls_failed(tmp_path):
     dmesg.write_text("NVRM: Xid (PCI:0000:9d:00): 79, pid=77145, name=python, GPU has fallen off the bus.\n")
     result = diagnose([node_b, dmesg])
     assert (result.category, result.failing_rank) == ("hardware", 12)
+
+
+def test_a_compilers_failure_with_no_other_cause_is_the_compile_setting():
+    frames = [{"file": "/srv/det/train.py", "line": 80, "function": "main"},
+              {"file": "/venv/lib/python3.11/site-packages/torch/_dynamo/backends/distributed.py", "line": 533,
+               "function": "run_node"}]
+    found = exceptions.explain("RuntimeError", "Cannot call sizes() on tensor with symbolic sizes/strides", frames)
+    assert found[0] == "config_invalid" and found[1][0] == "fix_config"
+    # the same words raised in the script's own code stay the script's
+    own = exceptions.explain("RuntimeError", "Cannot call sizes() on tensor with symbolic sizes/strides", frames[:1])
+    assert own is None or own[0] != "config_invalid"
+
+
+def test_distributed_checkpointings_gathered_exception_yields_to_the_ranks_own_error(tmp_path):
+    lines = ["[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "/srv/ft/resume.py", line 41, in <module>',
+             "[rank0]:     dcp.load(state, checkpoint_id=args.ckpt)",
+             "[rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([0, 1])"]
+    for rank in (0, 1):
+        lines += [f"[rank0]: Traceback (most recent call last): (RANK {rank})",
+                  '[rank0]:   File "/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/default_planner.py", '
+                  'line 471, in create_default_local_load_plan',
+                  "[rank0]:     raise RuntimeError(f\"Missing key in checkpoint state_dict: {fqn}.\")",
+                  "[rank0]: RuntimeError: Missing key in checkpoint state_dict: head.proj.weight."]
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join(lines) + "\n")
+    result = diagnose([log])
+    assert result.category == "model_load"
+    assert result.root_cause.exception == "RuntimeError" and "Missing key" in result.root_cause.message

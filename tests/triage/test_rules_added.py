@@ -47,6 +47,7 @@ CASES = [
     ("RuntimeError: stack expects each tensor to be equal size, but got [3, 448, 448] at entry 0 and [3, 336, 336] "
      "at entry 3", "data.collate_ragged", "data_pipeline"),
     ("[rank2]: IndexError: Target 4 is out of bounds.", "data.label_out_of_range", "data_schema"),
+    ("Exception: cublasLt ran into an error!", "cuda.cublas", "cuda_error"),
 ]
 NEAR_MISSES = [
     "setting device ordinal 3 for local rank 3",
@@ -57,6 +58,7 @@ NEAR_MISSES = [
     "creating shared memory pool for the dataloader",
     "the process group was initialized with backend nccl",
     "mounting /models read-only for the evaluation workers",
+    "using cublasLt for the int8 matmul (no error checks)",
 ]
 
 

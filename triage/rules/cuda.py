@@ -20,7 +20,9 @@ RULES = [
         "cuda_error",
         ROOT,
         ["CUBLAS_STATUS", "CUDNN_STATUS", "cuDNN error", "cublas"],
-        r"CUBLAS_STATUS_(?!ALLOC_FAILED)\w+|CUDNN_STATUS_\w+|cuDNN error",
+        # (a library calling cuBLASLt itself reports its own way: "cublasLt ran into an error!")
+        r"CUBLAS_STATUS_(?!ALLOC_FAILED)\w+|CUDNN_STATUS_\w+|cuDNN error|[Cc]u[Bb][Ll][Aa][Ss](?:Lt)? (?:ran into an|"
+        r"returned an?|reported an?) error",
         ["pin_versions", "debug_cuda"],
         0.85,
         "a cuBLAS/cuDNN call failed (commonly a CUDA toolkit/library build that does not match the GPU)",

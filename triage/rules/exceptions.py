@@ -110,7 +110,9 @@ _CONFIG_CLASS = re.compile(
 # launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
 # ProcessExitedException carry the child's traceback or exit in their message): never the origin
 WRAPPERS = frozenset({"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit",
-                      "ProcessRaisedException", "ProcessExitedException"})
+                      "ProcessRaisedException", "ProcessExitedException",
+                      # distributed checkpointing gathers every rank's own traceback under one exception
+                      "CheckpointException"})
 # ... and the process group's own error, which usually restates another rank's failure
 _CASCADE = WRAPPERS | {"DistBackendError"}
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
@@ -224,6 +226,9 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     (re.compile(r"deepspeed[/.]runtime[/.](?:config|zero[/.]config|swap_tensor)|training_args|accelerate[/.]utils[/.]dataclasses|"
                 r"(?:hf_)?argparser|fsdp_utils|accelerator\.py|accelerate[/.]commands[/.]config|"
                 r"transformers[/.]optimization|lr_scheduler"), "config_invalid", ["fix_config"]),
+    # torch.compile's tracer and backends failing on a model or an option combination (dynamic shapes with DDP's
+    # graph splitting, checkpointing): compiling is a setting to turn off or change, or a release to move to
+    (re.compile(r"torch[/.]_(?:dynamo|inductor)[/.]"), "config_invalid", ["fix_config", "pin_versions"]),
     # an adapter library's injection and config code: the adapter settings (target modules, ranks) do not fit
     (re.compile(r"peft[/.](?:tuners|config\.py|mapping)"), "config_invalid", ["fix_config"]),
     (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"

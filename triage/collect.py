@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
-from triage import decorations, faultstacks, grepscan, launchers, rules, timestamps
+from triage import decorations, faultstacks, grepscan, launchers, nodeoffsets, rules, timestamps
 from triage.collected import Collected, Hit
 from triage.errorfiles import read_error_file
 from triage.launchers import composer, raytrain
@@ -66,6 +67,7 @@ class Collector:
     def __init__(
         self, memory_collector=None, memory_literals: tuple[str, ...] = (), nproc_per_node: int | None = None,
         node_layout: dict[int, tuple[int, int]] | None = None, srun_labels_are_nodes: bool = False,
+        node_offsets: tuple[dict[str, int], dict[str, int]] = ({}, {}),
     ):
         self.out = Collected()
         self.memory = memory_collector
@@ -78,6 +80,9 @@ class Collector:
         self.nproc = nproc_per_node
         self.srun_labels_are_nodes = srun_labels_are_nodes  # srun started one launcher per node: "1: " is node 1
         self.node_layout = node_layout or {}  # {node: (first global rank, processes)} when nodes differ
+        # (by source name, by host): where a node's local ranks start, from its agent's failure table
+        self.node_offsets = node_offsets
+        self._offset = 0  # the current source's
         self.rules = rules.registry()
         self.pending_message = None
         self._in_error_file = False
@@ -103,9 +108,12 @@ class Collector:
     def add(self, source: Source) -> None:
         self.out.sources.append(source.name)
         rank_hint = source.rank_hint
+        self._offset = nodeoffsets.offset_of(source.name, *self.node_offsets) or 0
         if source.local_rank_hint is not None:
             node = source.node_hint or 0
-            if node in self.node_layout:
+            if self._offset and not source.node_hint and not self.node_layout:
+                rank_hint = self._offset + source.local_rank_hint
+            elif node in self.node_layout:
                 rank_hint = self.node_layout[node][0] + source.local_rank_hint
             else:
                 rank_hint = (
@@ -206,6 +214,8 @@ class Collector:
                     self._spawn_rank[source] = block[1]
                 else:
                     self._spawn_rank.pop(source, None)
+        if prefixed.local and self._offset and prefixed.rank is not None:
+            prefixed = replace(prefixed, rank=prefixed.rank + self._offset)
         if prefixed.style == "srun" and self.srun_labels_are_nodes:
             prefixed = Prefixed(rank=None, host=prefixed.host, text=prefixed.text, style="srun-node")
         rank = prefixed.rank if prefixed.rank is not None else rank_hint

@@ -26,6 +26,7 @@ from triage.fixes.common import zero_offloads
 from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
+from triage.nodeoffsets import node_offsets
 from triage.progress import furthest, phase_of_frames
 from triage.rules import DEFAULT_FIXES, rereads
 from triage.rules import config as config_rules
@@ -69,7 +70,7 @@ def diagnose(
         "srun" in launch.wrappers and launch.launcher in ("torchrun", "accelerate", "deepspeed")
         for launch in script.launches)
     collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc, layout,
-                          srun_labels_are_nodes=srun_nodes)
+                          srun_labels_are_nodes=srun_nodes, node_offsets=node_offsets(paths, names))
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out

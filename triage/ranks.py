@@ -68,6 +68,7 @@ class Prefixed:
     host: str | None
     text: str
     style: str | None
+    local: bool = False  # torchrun --tee's "[defaultN]:" numbers the node's own processes, not the world's
 
 
 _LEAD_CHARS = frozenset("0123456789[>(<|")
@@ -92,7 +93,7 @@ def split_prefix(line: str) -> Prefixed:
             inner = _split(peeled, midline=False)
             if inner.rank is not None or inner.host is not None:
                 return Prefixed(rank=inner.rank, host=inner.host, text=line[: len(line) - len(peeled)] + inner.text,
-                                style=inner.style)
+                                style=inner.style, local=inner.local)
         return _split(line)
     core = decorations.core(line)
     if core is line or not line.endswith(core):
@@ -101,7 +102,8 @@ def split_prefix(line: str) -> Prefixed:
     if inner.rank is None and inner.host is None:
         return _split(line)
     lead = line[: len(line) - len(core)]
-    return Prefixed(rank=inner.rank, host=inner.host or found.host, text=lead + inner.text, style=inner.style)
+    return Prefixed(rank=inner.rank, host=inner.host or found.host, text=lead + inner.text, style=inner.style,
+                    local=inner.local)
 
 
 def _split(line: str, midline: bool = True) -> Prefixed:
@@ -120,24 +122,26 @@ def _split(line: str, midline: bool = True) -> Prefixed:
     match = _SRUN.match(text)  # (pdsh's "host: " may stand before srun's "N: ")
     if match:
         rank, text, style = int(match.group(1)), text[match.end() :], "srun"
+    local = False
     for _ in range(3):  # "[default1]:[rank1]: ..." carries two prefixes
         match = _TORCH.match(text)
         if match:
             rank = int(match.group(1))
+            local = text.startswith("[default")
             text = text[match.end() :]
             style = "torch"
             continue
         match = _MPI.match(text)
         if match:
-            rank, text, style = int(match.group(1)), text[match.end() :], "mpirun"
+            rank, text, style, local = int(match.group(1)), text[match.end() :], "mpirun", False
             continue
         break
     if midline and rank is None and "[rank" in text:
         # a progress bar without a newline, then "[rank5]:[E602 ...": the rank's line starts mid-line
         match = _MIDLINE.search(text)
         if match:
-            rank, text, style = int(match.group(1)), text[match.end() :], "torch"
-    return Prefixed(rank=rank, host=host, text=text, style=style)
+            rank, text, style, local = int(match.group(1)), text[match.end() :], "torch", False
+    return Prefixed(rank=rank, host=host, text=text, style=style, local=local)
 
 
 _IN_DECORATIONS = re.compile(r"\[\s?rank[:=\s]?\s?(\d{1,6})(?:\s?/\s?\d{1,6})?\s?\]|\brank[=:\s_]?(\d{1,6})\b", re.I)

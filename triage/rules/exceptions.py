@@ -110,11 +110,13 @@ _CONFIG_CLASS = re.compile(
 # launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
 # ProcessExitedException carry the child's traceback or exit in their message): never the origin
 WRAPPERS = frozenset({"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit",
-                      "ProcessRaisedException", "ProcessExitedException",
-                      # distributed checkpointing gathers every rank's own traceback under one exception
-                      "CheckpointException"})
+                      "ProcessRaisedException", "ProcessExitedException"})
 # ... and the process group's own error, which usually restates another rank's failure
 _CASCADE = WRAPPERS | {"DistBackendError"}
+# exceptions that gather every rank's own error (printed after them, "(RANK N)"): read like any other, but
+# weighed under the errors they gather
+_GATHERING = {"CheckpointException"}
+_GATHERING_WEIGHT = 0.2
 CASCADE_EXCEPTIONS = frozenset(_CASCADE)
 
 WEIGHT = 0.3
@@ -322,6 +324,15 @@ def explain(
     exception: str, message: str, frames: list[dict], full_name: str | None = None
 ) -> tuple[str, list[str], float, str] | None:
     """classify() plus the basis of the answer, in words."""
+    found = _explain(exception, message, frames, full_name)
+    if found is not None and exception in _GATHERING:
+        return found[0], found[1], min(found[2], _GATHERING_WEIGHT), found[3] + " (it gathers the ranks' own errors)"
+    return found
+
+
+def _explain(
+    exception: str, message: str, frames: list[dict], full_name: str | None = None
+) -> tuple[str, list[str], float, str] | None:
     if not exception or (exception in _CASCADE and exception != "DistBackendError"):
         return None
     message = message or ""

@@ -1,0 +1,63 @@
+"""A second node's local ranks are turned into global ones by its agent's failure table (triage.nodeoffsets)."""
+
+from __future__ import annotations
+
+from triage import diagnose
+from triage.nodeoffsets import node_offsets, offset_of
+
+
+def _table(host: str, entries: list[tuple[int, int, int]]) -> str:
+    """The elastic agent's failure block: (global rank, local rank, exit code) per process, the first the root."""
+    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60, "train.py FAILED",
+             "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60, "Root Cause (first observed failure):"]
+    for index, (rank, local, code) in enumerate(entries):
+        lines += [f"[{index}]:", "  time      : 2026-11-20_04:11:52", f"  host      : {host}",
+                  f"  rank      : {rank} (local_rank: {local})", f"  exitcode  : {code} (pid: {5100 + local})",
+                  "  error_file: <N/A>", "  traceback : To enable traceback see: https://pytorch.org/docs/"]
+    return "\n".join(lines + ["=" * 60]) + "\n"
+
+
+CUT_SHARD = """\
+[default{local}]:Traceback (most recent call last):
+[default{local}]:  File "/home/ml/rerank/train.py", line 88, in <module>
+[default{local}]:    rows = pq.read_table(shard)
+[default{local}]:pyarrow.lib.ArrowInvalid: Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.
+"""
+
+
+def test_a_second_nodes_tee_prefixes_are_numbered_from_its_first_global_rank(tmp_path):
+    node0 = tmp_path / "gpu-a.log"
+    node0.write_text("[default0]:loading shard 0\n[default2]:loading shard 2\n"
+                     "[default2]:RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed "
+                     "by peer [10.0.0.12]:4410\n")
+    node1 = tmp_path / "gpu-b.log"
+    node1.write_text("[default0]:loading shard 4\n" + CUT_SHARD.format(local=2) + _table("gpu-b", [(6, 2, 1)]))
+    result = diagnose([node0, node1], command="torchrun --nnodes 2 --nproc_per_node 4 train.py")
+    assert result.category == "data_corrupt"
+    assert result.failing_rank == 6
+    assert result.root_cause.rank == 6
+
+
+def test_a_log_dir_tree_under_a_host_folder_takes_that_hosts_offset(tmp_path):
+    console = tmp_path / "console-gpu-b.txt"
+    console.write_text(_table("gpu-b", [(5, 1, 1), (4, 0, -15)]))
+    rank_dir = tmp_path / "logs" / "gpu-b" / "job_x1" / "attempt_0" / "1"
+    rank_dir.mkdir(parents=True)
+    (rank_dir / "stderr.log").write_text(CUT_SHARD.replace("[default{local}]:", ""))
+    result = diagnose([console, tmp_path / "logs"], command="torchrun --nnodes 2 --nproc_per_node 4 train.py")
+    assert (result.category, result.failing_rank) == ("data_corrupt", 5)
+
+
+def test_offsets_need_agreeing_entries_and_a_node_past_the_first(tmp_path):
+    (tmp_path / "b.log").write_text(_table("gpu-b", [(9, 1, 1), (8, 0, -15)]))
+    (tmp_path / "a.log").write_text(_table("gpu-a", [(1, 1, 1)]))              # node 0: nothing to shift
+    (tmp_path / "mixed.log").write_text(_table("gpu-c", [(9, 1, 1)]) + _table("gpu-c", [(3, 3, 1)]))
+    by_source, by_host = node_offsets([tmp_path])
+    assert by_source == {f"{tmp_path.name}/b.log": 8}
+    assert by_host == {"gpu-b": 8}
+    assert offset_of("logs/gpu-b/attempt_0/1/stderr.log", by_source, by_host) == 8
+    assert offset_of("logs/gpu-a/attempt_0/1/stderr.log", by_source, by_host) is None
+    # a torch "[rankN]:" prefix is already global: only "[defaultN]:" is shifted
+    node1 = tmp_path / "b.log"
+    node1.write_text(CUT_SHARD.replace("[default{local}]:", "[rank9]:") + _table("gpu-b", [(9, 1, 1)]))
+    assert diagnose([node1]).failing_rank == 9

@@ -1,0 +1,91 @@
+"""Where one node's local ranks start, read from the elastic agent's failure table before the logs are read.
+
+A node's own output numbers its processes locally: torchrun's `--tee` prefix `[default1]:` and its `--log-dir`
+folder `attempt_0/1/` are local rank 1 on every node. The agent's failure table at the end of that node's
+console gives both numbers for a process:
+
+    host      : dgx-b
+    rank      : 9 (local_rank: 1)
+
+so that node's local rank 1 is global rank 9, and the node starts at 8. The table comes last, after the lines
+it renumbers, so the tails of the given files are read first (a bounded read: the last 64 KiB of at most 400
+plain files). The offsets are keyed by the file's name as the sources name it, and by the host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+TAIL_BYTES = 64 * 1024
+MAX_FILES = 400
+_PLAIN = re.compile(r"\.(?:log|txt|out|err)(?:\.\d{1,4})?$|^[^.]+$", re.IGNORECASE)
+_HOST = re.compile(rb"^\S{0,80}?\s*host\s*:\s*([\w.\-]{1,120})\s*$", re.MULTILINE)
+_RANK = re.compile(rb"^\S{0,80}?\s*rank\s*:\s*(\d{1,6})\s*\(local_rank:\s*(\d{1,6})\)", re.MULTILINE)
+
+
+def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = None
+                 ) -> tuple[dict[str, int], dict[str, int]]:
+    """({source name: first global rank of its node}, {host: first global rank}) from the failure tables in
+    the given files' tails; a file or host whose table entries disagree is left out, and so is offset 0."""
+    names = {str(key): value for key, value in (names or {}).items()}
+    by_source: dict[str, set[int]] = {}
+    by_host: dict[str, set[int]] = {}
+    for full, shown in _plain_files(paths, names):
+        try:
+            with open(full, "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - TAIL_BYTES))
+                tail = handle.read(TAIL_BYTES)
+        except OSError:
+            continue
+        if b"local_rank:" not in tail:
+            continue
+        hosts = [(match.start(), match.group(1).decode("ascii", "replace")) for match in _HOST.finditer(tail)]
+        for match in _RANK.finditer(tail):
+            offset = int(match.group(1)) - int(match.group(2))
+            by_source.setdefault(shown, set()).add(offset)
+            host = next((name for start, name in reversed(hosts) if start < match.start()), None)
+            if host:
+                by_host.setdefault(host, set()).add(offset)
+    return _agreed(by_source), _agreed(by_host)
+
+
+def offset_of(source_name: str, by_source: dict[str, int], by_host: dict[str, int]) -> int | None:
+    """A source's node offset: its own table's, else a host named as a folder or in the file's name."""
+    if source_name in by_source:
+        return by_source[source_name]
+    parts = re.split(r"[/\\]", source_name)
+    for host, offset in by_host.items():
+        if any(part == host or (len(host) >= 4 and host in part) for part in parts):
+            return offset
+    return None
+
+
+def _agreed(found: dict[str, set[int]]) -> dict[str, int]:
+    return {key: next(iter(values)) for key, values in found.items() if len(values) == 1 and next(iter(values)) > 0}
+
+
+def _plain_files(paths: Sequence[str | Path], names: Mapping[str, str]):
+    count = 0
+    for raw in paths:
+        path = Path(str(raw))
+        display = names.get(str(raw)) or path.name or str(path)
+        if path.is_file():
+            if _PLAIN.search(path.name):
+                count += 1
+                yield path, display
+        elif path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for name in sorted(files):
+                    full = Path(root) / name
+                    if not _PLAIN.search(name) or full.is_symlink():
+                        continue
+                    count += 1
+                    if count > MAX_FILES:
+                        return
+                    yield full, f"{display}/{full.relative_to(path).as_posix()}"
+        if count > MAX_FILES:
+            return

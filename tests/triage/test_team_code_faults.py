@@ -651,3 +651,45 @@ def test_one_object_passed_for_two_roles_is_the_scripts_call(tmp_path):
     ], "ValueError: `model` and `ref_model` cannot be the same object. In most cases you should omit `ref_model` "
        "and we'll initialize it to a copy of `model` for you."))
     assert (result.category, result.fixes[0]["kind"]) == ("code_bug", "fix_code")
+
+
+OWN = 'File "/srv/ml/ranker/train_ranker.py", line {line}, in {function}'
+SITE_PKG = 'File "/opt/env/lib/python3.11/site-packages/{path}", line 40, in {function}'
+
+
+def test_faults_of_a_teams_own_loop_found_by_real_cpu_runs(tmp_path):
+    """(frames, last line) -> (category, first fix): the forms blind set cpu_blind21 met."""
+    cases = [
+        # a staged checkpoint renamed from tmpfs onto the disk: the paths, not a full /dev/shm
+        ([(OWN.format(line=134, function="save_checkpoint"), "os.rename(stage, final)")],
+         "OSError: [Errno 18] Invalid cross-device link: '/dev/shm/stage/ckpt-4' -> '/data/ckpt/step-4'",
+         ("storage", "fix_path")),
+        # a system call of the script's own given a bad argument (a CPU past the node's cores)
+        ([(OWN.format(line=141, function="pin_threads"), "os.sched_setaffinity(0, {rank})")],
+         "OSError: [Errno 22] Invalid argument", ("code_bug", "fix_code")),
+        # the same errno naming a file stays the file system's
+        ([(OWN.format(line=88, function="save"), "open(path, 'wb')")],
+         "OSError: [Errno 22] Invalid argument: '/mnt/s3fs/out/metrics:4.json'", ("storage", "fix_path")),
+        # a packer that kept no block from a shard of short rows
+        ([(OWN.format(line=50, function="__init__"), "self.blocks = torch.stack(blocks)")],
+         "RuntimeError: stack expects a non-empty TensorList", ("data_pipeline", "fix_data_file")),
+        # the optimizer's own argument check on a value from the run's config
+        ([(OWN.format(line=30, function="build_optimizer"), "return AdamW(params, betas=cfg['betas'])"),
+          (SITE_PKG.format(path="torch/optim/adam.py", function="__init__"),
+           'raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")')],
+         "ValueError: Invalid beta parameter at index 1: 1.0", ("config_invalid", "fix_config")),
+        # bf16 embeddings meeting a float32 queue in a matmul outside autocast (CPU's wording)
+        ([(OWN.format(line=93, function="main"), "scores = q @ queue.T")],
+         "RuntimeError: expected m1 and m2 to have the same dtype, but got: c10::BFloat16 != float",
+         ("code_bug", "fix_code")),
+        # chat message lists where the tokenizer wants a string
+        ([(OWN.format(line=30, function="__getitem__"), "return self.tok(row['chosen'])"),
+          (SITE_PKG.format(path="transformers/tokenization_utils_base.py", function="__call__"),
+           "raise ValueError(...)")],
+         "ValueError: text input must be of type `str` (single example), `list[str]` (batch or single pretokenized "
+         "example) or `list[list[str]]` (batch of pretokenized examples).", ("data_schema", "convert_data_format")),
+    ]
+    for index, (frames, last, (category, fix)) in enumerate(cases):
+        result = _run(tmp_path, _traceback(1, frames, last), name=f"case{index}.log")
+        assert (result.category, result.fixes[0]["kind"]) == (category, fix), last
+        assert result.failing_rank == 1

@@ -133,9 +133,10 @@ RULES = [
         "code.dtype_mismatch",
         "code_bug",
         ROOT,
-        ["should be the same", "expected scalar type", "must have the same dtype", "expected mat1 and mat2"],
+        ["should be the same", "expected scalar type", "must have the same dtype", "expected mat1 and mat2",
+         "and m2 to have the same dtype"],
         r"Input type \(.{1,60}\) and weight type \(.{1,60}\) should be the same|expected scalar type \w+ but found \w+|"
-        r"must have the same dtype|expected mat1 and mat2 to have the same dtype",
+        r"must have the same dtype|expected (?:mat1 and mat2|m1 and m2) to have the same dtype",
         ["fix_code", "enable_mixed_precision"],
         0.6,
         "tensors of different dtypes meet in one operation (a cast is missing, or autocast is off)",

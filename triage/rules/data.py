@@ -286,14 +286,26 @@ RULES = [
         "data.padding",
         "data_pipeline",
         ROOT,
-        ["activate truncation", "expected sequence of length", "text input must be of type"],
-        r"activate truncation and/or padding|expected sequence of length \d+|text input must be of type",
+        ["activate truncation", "expected sequence of length"],
+        r"activate truncation and/or padding|expected sequence of length \d+",
         # the tokenizer call's or collator's padding setting, or the team's own collator that stacks a field
         # (labels) it never pads
         ["fix_config", "fix_code"],
         0.75,
         "the tokenizer/collator cannot batch the samples (padding or truncation)",
         within=_ragged_rows,
+    ),
+    rule(
+        "data.text_not_string",
+        "data_schema",
+        ROOT,
+        ["text input must be of type"],
+        # the tokenizer was handed a field that is not text (a list of chat messages, a null, a number)
+        r"text input must be of type",
+        ["convert_data_format", "fix_data_file", "fix_code"],
+        0.7,
+        "a text field of the data is not a string (a list of chat messages, a null or a number went to the "
+        "tokenizer): convert the field, or have the dataset code turn it into text",
     ),
     rule(
         "data.label_out_of_range",

@@ -61,6 +61,7 @@ _ROW_LOOP = re.compile(
     re.IGNORECASE,
 )
 _RESUMING = re.compile(r"resum", re.I)
+_EINVAL_NO_FILE = re.compile(r"\s*\[Errno 22\] Invalid argument\s*$")
 _SHAPE_BUG = re.compile(r"shape '\[[^\]]*\]' is invalid for input of size \d+|"
                         r"mat1 and mat2 shapes cannot be multiplied|view size is not compatible with input tensor")
 _SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\|\.pyx\b")  # .pyx: Cython (numpy, pandas)
@@ -127,6 +128,11 @@ _SOFT_KEYWORDS = {"data_schema", "data_corrupt", "data_pipeline", "config_invali
 _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
     (c, f, w, re.compile(p, re.IGNORECASE))
     for c, f, w, p in [
+        # a rename across file systems (a staging folder on tmpfs, the output on disk): the paths, not a full disk
+        ("storage", ["fix_path", "fix_code"], 0.5, r"invalid cross-device link|\bEXDEV\b|\[Errno 18\]"),
+        # stacking or joining an empty list of tensors: a shard, batch or filter that kept nothing
+        ("data_pipeline", ["fix_data_file", "fix_config"], 0.45,
+         r"expects a non-empty TensorList|expected a non-empty list of Tensors"),
         ("gpu_oom", ["reduce_batch_size", "enable_gradient_checkpointing", "shard_more"], 0.6,
          r"(?:cuda|gpu|hip|device|xpu|npu)\b.{0,40}out of memory|out of memory.{0,60}(?:cuda|gpu|tried to allocate)"),
         ("host_oom", ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"], 0.5,
@@ -231,6 +237,8 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     # torch.compile's tracer and backends failing on a model or an option combination (dynamic shapes with DDP's
     # graph splitting, checkpointing): compiling is a setting to turn off or change, or a release to move to
     (re.compile(r"torch[/.]_(?:dynamo|inductor)[/.]"), "config_invalid", ["fix_config", "pin_versions"]),
+    # an optimizer's argument checks ("Invalid beta parameter at index 1: 1.0", "Invalid learning rate")
+    (re.compile(r"torch[/.]optim[/.](?!lr_scheduler)"), "config_invalid", ["fix_config"]),
     # an adapter library's injection and config code: the adapter settings (target modules, ranks) do not fit
     (re.compile(r"peft[/.](?:tuners|config\.py|mapping)"), "config_invalid", ["fix_config"]),
     (re.compile(r"(?:^|[/.])datasets[/.]|data[/.]loader|data[/.]converter|data[/.]processor|data_utils|dataset\.py|"
@@ -430,6 +438,11 @@ def _explain(
         # cut while it was saved, is the storage's: the EINVAL rule below)
         return ("model_load", ["fix_path", "fix_data_file"], 0.45,
                 "the operating system refused a read of a checkpoint file (EINVAL: a truncated or partial copy)")
+    if exception == "OSError" and _EINVAL_NO_FILE.match(message) and frames and not library_file(
+            str(frames[-1].get("file", ""))):
+        # EINVAL naming no file, raised at the script's own line: a system call given a bad argument
+        # (a CPU set past the node's cores, a signal number), the script's code
+        return "code_bug", ["fix_code"], 0.45, "the script's own system call was given an invalid argument (EINVAL)"
     if exception == "OSError" and message.lstrip().startswith("[Errno 22]"):
         # EINVAL from the OS on a file: a truncated or sparse file, a name the filesystem refuses
         return "storage", ["fix_path"], 0.4, "the operating system refused an operation on a file (EINVAL)"

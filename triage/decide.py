@@ -277,10 +277,18 @@ def _device_error_of(collected: Collected, rank: int) -> Traceback | None:
     return None
 
 
+# a message that is itself another exception's line ("InductorError: OSError: [Errno 122] Disk quota exceeded"):
+# the wrapper passed on what was raised inside it
+_RESTATED = re.compile(r"([A-Za-z_][\w.]{0,120}(?:Error|Exception)): (\S.*)", re.DOTALL)
+
+
 def _exception(winner: Candidate, root_tb: Traceback | None) -> tuple[str | None, str | None]:
     if winner.facts.get("exception"):
         return winner.facts["exception"], winner.facts.get("message") or winner.text
     if root_tb is not None and root_tb.exception:
+        inner = _RESTATED.match(root_tb.message or "")
+        if inner:
+            return inner.group(1).rsplit(".", 1)[-1], f"{inner.group(2)} (raised through {root_tb.exception})"
         return root_tb.exception, root_tb.message
     if root_tb is not None and root_tb.exception and winner.rule_id.startswith("exception."):
         return root_tb.exception, root_tb.message

@@ -595,3 +595,20 @@ def test_distributed_checkpointings_gathered_exception_yields_to_the_ranks_own_e
     result = diagnose([log])
     assert result.category == "model_load"
     assert result.root_cause.exception == "RuntimeError" and "Missing key" in result.root_cause.message
+
+
+def test_a_wrapper_whose_message_is_another_exceptions_line_names_the_inner_one(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "/srv/vid/pretrain.py", line 77, in <module>\n'
+        "[rank3]:     loss = compiled(batch)\n"
+        '[rank3]:   File "/venv/lib/python3.11/site-packages/torch/_inductor/compile_fx.py", line 810, in fx_codegen\n'
+        "[rank3]:     raise InductorError(e, currentframe()).with_traceback(\n"
+        "[rank3]: torch._inductor.exc.InductorError: OSError: [Errno 122] Disk quota exceeded: "
+        "'/mnt/shared/inductor/tk/c3q.py'\n")
+    result = diagnose([log])
+    assert result.category == "storage"
+    assert result.root_cause.exception == "OSError"
+    assert result.root_cause.message.startswith("[Errno 122] Disk quota exceeded")
+    assert "InductorError" in result.root_cause.message

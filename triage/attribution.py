@@ -44,6 +44,16 @@ def first_failing_rank(
         surfaced = _distinct(item.rank for item in pool if item.category == "cuda_error")
         if len(surfaced) == 1:
             return surfaced[0], "the only rank whose CUDA call failed when the GPU fault was logged"
+        if len(surfaced) > 1:
+            # several ranks of the node saw the lost GPU: the one the launcher saw fail first, else the
+            # earliest by the clock
+            if launcher.root_cause_rank in surfaced:
+                return launcher.root_cause_rank, ("of the ranks whose CUDA calls failed when the GPU fault was "
+                                                  "logged, the launcher's first observed failure")
+            timed = sorted((item.t, item.rank) for item in pool
+                           if item.category == "cuda_error" and item.rank is not None and item.t is not None)
+            if timed and (len(timed) == 1 or timed[0][0] < timed[1][0]):
+                return timed[0][1], "of the ranks whose CUDA calls failed when the GPU fault was logged, the earliest"
     # a rank-less root line (NCCL's own "host:pid:tid [dev]" prefix): the rank whose own report of the same
     # kind of failure came first, by the clock
     timed = [(item.t, item.rank) for item in pool

@@ -415,3 +415,24 @@ def test_the_rank_waiting_at_another_line_is_first_when_the_quiet_one_lost_a_pee
     result = diagnose([write(tmp_path / "ddp.log", log)], command="torchrun --nproc_per_node 4 fit_slots.py")
     assert result.category == "nccl_timeout"
     assert result.failing_rank == (1 if late_line == 88 else 3)
+
+
+def _root_block(label: str, when: str, host: str, rank: int, local: int, code: int) -> str:
+    return "\n".join(f"{label}: {line}" for line in [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60, "asr.py FAILED", "-" * 60,
+        "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60, "Root Cause (first observed failure):", "[0]:",
+        f"  time      : {when}", f"  host      : {host}", f"  rank      : {rank} (local_rank: {local})",
+        f"  exitcode  : {code} (pid: {4000 + rank})", "  error_file: <N/A>", "=" * 60]) + "\n"
+
+
+@pytest.mark.parametrize(("second", "expected"), [("2026-03-02_11:40:21", 10), ("2026-03-02_11:40:07", 4)])
+def test_of_two_nodes_root_cause_blocks_one_well_after_the_other_is_its_consequence(tmp_path, second, expected):
+    log = ("1: [rank10]: RuntimeError: CUDA error: unspecified launch failure\n"
+           "0: [rank4]: RuntimeError: CUDA error: unspecified launch failure\n"
+           + _root_block("1", "2026-03-02_11:40:06", "gpu-k09", 10, 2, 1)
+           + _root_block("0", second, "gpu-k08", 4, 4, -6)
+           + "gpu-k09: NVRM: Xid (PCI:0000:4e:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    result = diagnose([write(tmp_path / "slurm.out", log)])
+    assert result.category == "hardware"
+    # 15 s later: the second node's block is the consequence; a second apart, node clocks cannot tell them apart
+    assert result.failing_rank == expected

@@ -60,6 +60,7 @@ class LauncherFacts:
     exits: list[RankExit] = field(default_factory=list)
     sigterm_pids: set[int] = field(default_factory=set)
     root_cause_rank: int | None = None
+    root_cause_time: str | None = None  # its block's `time` field, when it had one
     world_size: int | None = None
     kernel_oom: list[dict] = field(default_factory=list)  # evidence of the kernel/slurm OOM killer
     state: dict = field(default_factory=dict)  # parser scratch space (block parsing)

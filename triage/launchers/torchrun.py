@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 LITERALS = (
     "failed (exitcode",
@@ -88,8 +89,11 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         ranks = _RANK.search(value)
         if ranks:
             current.rank, current.local_rank = int(ranks.group(1)), int(ranks.group(2))
-        if current.root_cause_block and current.rank is not None:
-            facts.root_cause_rank = current.rank
+        if current.root_cause_block and current.rank is not None and not _well_after(current.time,
+                                                                                   facts.root_cause_time):
+            # one agent per node, one block each: a block well after another's is a consequence of it (node
+            # clocks differ by a second or two, so a closer pair keeps the last block's, as before)
+            facts.root_cause_rank, facts.root_cause_time = current.rank, current.time or facts.root_cause_time
     elif name == "exitcode":
         code = _EXITCODE.search(value)
         if code:
@@ -108,3 +112,18 @@ def feed(facts, source: str, lineno: int, text: str, rank):
         if signal:
             current.signal = signal.group(2)
     return 40
+
+
+_BLOCK_TIME = "%Y-%m-%d_%H:%M:%S"
+_CLOCK_SLACK_S = 5.0
+
+
+def _well_after(time: str | None, other: str | None) -> bool:
+    """Block time ``time`` is more than a few seconds after ``other`` (both as the agent prints them)."""
+    if not time or not other:
+        return False
+    try:
+        return (datetime.strptime(time, _BLOCK_TIME) - datetime.strptime(other, _BLOCK_TIME)).total_seconds() \
+            > _CLOCK_SLACK_S
+    except ValueError:
+        return False

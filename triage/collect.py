@@ -22,6 +22,7 @@ from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler,
 MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
 OPEN_TRACEBACK_FOLLOW = 40  # lines read unconditionally after a line of a rank with a traceback open
+_SRUN_STARTS_LAUNCHER = re.compile(r"\s(?:torchrun|accelerate launch|deepspeed|python3? -m torch\.distributed\.run)\s")
 EXTRA_LITERALS = (
     HEADER,
     *faultstacks.LITERALS,
@@ -34,6 +35,7 @@ EXTRA_LITERALS = (
     "Signal",
     "signal",
     "Loading checkpoint shards",
+    "+ srun ",  # a batch script traced with `set -x`: the srun line it ran (see _traced_srun)
     "ERROR",  # a logger's error line: a traceback logged under it is its rank's (see _logged_traceback_rank)
     "exception",
     "The above exception",
@@ -182,6 +184,9 @@ class Collector:
         text = clean_line(raw)
         if not text:
             return 0
+        if text.startswith("+ srun ") and _SRUN_STARTS_LAUNCHER.search(text):
+            # the batch script's own trace: srun starts one launcher per node, so its labels are nodes
+            self.srun_labels_are_nodes = True
         prefixed = split_prefix(text)
         if prefixed.style:
             out.prefix_styles.add(prefixed.style)

@@ -436,3 +436,15 @@ def test_of_two_nodes_root_cause_blocks_one_well_after_the_other_is_its_conseque
     assert result.category == "hardware"
     # 15 s later: the second node's block is the consequence; a second apart, node clocks cannot tell them apart
     assert result.failing_rank == expected
+
+
+def test_a_batch_scripts_set_x_trace_of_srun_starting_torchrun_makes_the_labels_nodes(tmp_path):
+    text = ("1: Traceback (most recent call last):\n"
+            '1:   File "/jobs/pt/train.py", line 40, in <module>\n'
+            "1:     batch = next(loader)\n"
+            "1: KeyError: 'turns'\n")
+    traced = write(tmp_path / "slurm-882.out", "+ srun -l --ntasks-per-node=1 torchrun --nnodes 2 --nproc_per_node 4 "
+                                               "train.py\n" + text)
+    assert diagnose([traced]).failing_rank is None  # node 1 holds ranks 4-7
+    per_rank = write(tmp_path / "slurm-883.out", "+ srun -l --ntasks 8 python train.py\n" + text)
+    assert diagnose([per_rank]).failing_rank == 1

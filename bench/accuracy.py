@@ -61,6 +61,8 @@ OWN_SETS = {
     "blind24": ROOT / "tests" / "triage" / "fixtures" / "blind24",
     "blind27": ROOT / "tests" / "triage" / "fixtures" / "blind27",
     "cpu_blind19": ROOT / "tests" / "fixtures" / "cpu_blind19",
+    "blind31": ROOT / "tests" / "triage" / "fixtures" / "blind31",
+    "cpu_blind21": ROOT / "tests" / "fixtures" / "cpu_blind21",
 }
 
 

@@ -84,6 +84,11 @@ SETS = [
     FIXTURES / "blind27",
     # 12 real CPU runs through the libraries' high-level entry points, held out at 67% category
     ROOT / "tests" / "fixtures" / "cpu_blind19",
+    # a thirty-first blind set (22 forms from less-covered stacks: Lightning, ColossalAI, DCP, bitsandbytes), held
+    # out at 91% category
+    FIXTURES / "blind31",
+    # 13 real CPU runs of teams' own code (LM, classifier, reward model, retriever), held out at 54% category
+    ROOT / "tests" / "fixtures" / "cpu_blind21",
 ]
 
 

@@ -34,6 +34,9 @@ _LOGDIR_RANK = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
 _LOGDIR_ERROR = re.compile(r"(?:^|/)attempt_\d+/(\d+)/error\.json$")
 # a per-process file: "rank3.log", "worker_3.txt", AzureML's "std_log_process_3.txt" and "70_driver_log_3.txt"
 _NAME_RANK = re.compile(r"(?:rank|process|proc|worker|gpu|driver_log)[_\-.]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
+# a Kubernetes job's replica pod ("llama-ft-worker-1", "kubectl-logs-job-master-0.txt"): one node's launcher with
+# all of its ranks, not a rank
+_POD_REPLICA = re.compile(r"[-_.](?:master|worker|launcher)-\d{1,4}(?:\.[A-Za-z]{1,5})?$", re.IGNORECASE)
 _NODE = re.compile(r"(?:node|host)[_\-.]?(\d{1,4})(?:\D|$)", re.IGNORECASE)
 _SKIP = {".DS_Store"}
 
@@ -126,7 +129,7 @@ def make_source(name: str, stream: BinaryIO) -> Source:
     if match:
         source.local_rank_hint = int(match.group(1))
     else:
-        named = _NAME_RANK.search(base)
+        named = None if _POD_REPLICA.search(base) else _NAME_RANK.search(base)
         if named:
             source.rank_hint = int(named.group(1))
     node = _NODE.search(clean)

@@ -147,6 +147,8 @@ def test_it_calls_an_encrypted_zip_member_unusable_not_a_crash(tmp_path):
 @pytest.mark.parametrize("name, rank", [
     ("rank3.log", 3), ("worker_3.txt", 3), ("azureml-logs/70_driver_log_5.txt", 5),
     ("user_logs/std_log_process_6.txt", 6), ("train.log", None),
+    # a Kubernetes job's replica pod holds one node's launcher and all of its ranks
+    ("kubectl-logs-vitdet-ft-worker-1.txt", None), ("sft-job-master-0.log", None),
 ])
 def test_a_per_process_files_name_gives_its_rank(name, rank):
     from triage.sources import make_source

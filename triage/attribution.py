@@ -109,6 +109,12 @@ def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
         texts += [hit.text for hit in collected.hits
                   if hit.source == winner.source and f"RayTaskError({exception})" in (hit.text or "")]
     ranks = {table[int(a or b)] for text in texts for a, b in _PID.findall(text) if int(a or b) in table}
+    if not ranks:
+        # a summary line naming no pid ("1 Workers killed due to memory pressure"): the same kind of report
+        # in the same log that does ("... where the task (..., pid=48123, memory used=58GB) was running")
+        texts = [hit.text or "" for hit in collected.hits
+                 if hit.source == winner.source and hit.rule.category == winner.category]
+        ranks = {table[int(a or b)] for text in texts for a, b in _PID.findall(text) if int(a or b) in table}
     return ranks.pop() if len(ranks) == 1 else None
 
 

@@ -448,3 +448,19 @@ def test_a_batch_scripts_set_x_trace_of_srun_starting_torchrun_makes_the_labels_
     assert diagnose([traced]).failing_rank is None  # node 1 holds ranks 4-7
     per_rank = write(tmp_path / "slurm-883.out", "+ srun -l --ntasks 8 python train.py\n" + text)
     assert diagnose([per_rank]).failing_rank == 1
+
+
+def test_rays_memory_monitor_detail_line_names_the_killed_workers_pid(tmp_path):
+    log = ("(TorchTrainer pid=500) - (node_id=aa, ip=10.0.0.2, pid=611) world_rank=0, local_rank=0, node_rank=0\n"
+           "(TorchTrainer pid=500) - (node_id=bb, ip=10.0.0.3, pid=712) world_rank=1, local_rank=0, node_rank=1\n"
+           "(TorchTrainer pid=500) - (node_id=bb, ip=10.0.0.3, pid=713) world_rank=2, local_rank=1, node_rank=1\n"
+           "(raylet, ip=10.0.0.3) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure "
+           "(OOM), 0 Workers crashed due to other reasons at node (ID: bb, IP: 10.0.0.3) over the last time period.\n"
+           "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+           "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+           "detail: Task was killed due to the node running low on memory.\n"
+           "Memory on the node (IP: 10.0.0.3, ID: bb) where the task (actor ID: 9f, name=RayTrainWorker.__init__, "
+           "pid=713, memory used=41.02GB) was running was 120.4GB / 125.8GB (0.957), which exceeds the memory usage "
+           "threshold of 0.95.\n")
+    result = diagnose([write(tmp_path / "driver.log", log)])
+    assert (result.category, result.failing_rank) == ("host_oom", 2)

@@ -41,8 +41,11 @@ RULES = [
         "memory.ray_memory_monitor",
         "host_oom",
         ROOT,
-        ["memory pressure", "running low on memory"],
-        r"killed due to memory pressure \(OOM\)|[Tt]ask was killed due to the node running low on memory",
+        ["memory pressure", "running low on memory", "where the task ("],
+        # (its detail line names the killed worker's pid: "Memory on the node (IP: ...) where the task (actor
+        # ID: ..., pid=48123, memory used=58GB) was running was 240G / 251G")
+        r"killed due to memory pressure \(OOM\)|[Tt]ask was killed due to the node running low on memory|"
+        r"Memory on the node \(IP: [^)]{1,120}\) where the task \(",
         ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"],
         0.9,
         "Ray's memory monitor killed a worker: the node's host RAM ran low",

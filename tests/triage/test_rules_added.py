@@ -48,6 +48,9 @@ CASES = [
      "at entry 3", "data.collate_ragged", "data_pipeline"),
     ("[rank2]: IndexError: Target 4 is out of bounds.", "data.label_out_of_range", "data_schema"),
     ("Exception: cublasLt ran into an error!", "cuda.cublas", "cuda_error"),
+    ("train_dist.py: error: argument --rank: invalid int value: ''", "config.cli_value_refused", "config_invalid"),
+    ("finetune.py: error: the following arguments are required: --data_path", "config.cli_value_refused",
+     "config_invalid"),
 ]
 NEAR_MISSES = [
     "setting device ordinal 3 for local rank 3",
@@ -59,6 +62,7 @@ NEAR_MISSES = [
     "the process group was initialized with backend nccl",
     "mounting /models read-only for the evaluation workers",
     "using cublasLt for the int8 matmul (no error checks)",
+    "reading argument --rank from the environment: 3",
 ]
 
 
@@ -76,3 +80,10 @@ def test_a_near_miss_stays_unknown(tmp_path, line):
     log = tmp_path / "log.txt"
     log.write_text(line + "\n")
     assert diagnose([log]).category == "unknown"
+
+
+def test_argparse_refusing_a_value_names_the_exit_it_causes(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("usage: train.py [-h] [--rank RANK]\ntrain.py: error: argument --rank: invalid int value: ''\n")
+    result = diagnose([log])
+    assert result.root_cause.exception == "SystemExit" and "invalid int value" in result.root_cause.message

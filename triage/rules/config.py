@@ -27,7 +27,27 @@ def _device_from_global_rank(frames: list[dict]):
     return None
 
 
+def _argparse_exit(match: re.Match) -> dict:
+    # argparse reports the refusal and exits the process with SystemExit(2)
+    return {"exception": "SystemExit", "message": match.string.strip()[:500]}
+
+
 RULES = [
+    rule(
+        "config.cli_value_refused",
+        "config_invalid",
+        ROOT,
+        ["error: argument", "arguments are required"],
+        # the script's argparse refusing a value the launch command gave it: an empty variable ("--rank ''"),
+        # a word where a number goes, a flag with nothing after it, a required flag left out
+        r"error: argument [\w\-/ ]{1,60}: (?:invalid \w{1,20} value: '|expected (?:one|\d+) arguments?)|"
+        r"error: the following arguments are required: --?\w",
+        ["fix_config"],
+        0.75,
+        "the script's argument parser refused a value on the command line (often a variable the job environment "
+        "left empty, or a word where a number goes): fix the launch command or the variable it reads",
+        facts=_argparse_exit,
+    ),
     rule(
         "config.gpu_too_old_for_compiler",
         "config_invalid",

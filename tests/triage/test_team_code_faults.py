@@ -693,3 +693,19 @@ def test_faults_of_a_teams_own_loop_found_by_real_cpu_runs(tmp_path):
         result = _run(tmp_path, _traceback(1, frames, last), name=f"case{index}.log")
         assert (result.category, result.fixes[0]["kind"]) == (category, fix), last
         assert result.failing_rank == 1
+
+
+def test_two_gpus_tensors_meeting_in_the_scripts_module_are_its_code_and_in_a_library_model_the_placement(tmp_path):
+    last = ("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+            "cuda:3! (when checking argument for argument tensors in method wrapper_CUDA_cat)")
+    ddp = SITE_PKG.format(path="torch/nn/parallel/distributed.py", function="forward")
+    own = _run(tmp_path, _traceback(0, [(OWN.format(line=96, function="train_loop"), "out = model(x)"),
+                                        (ddp, "return self.module(*inputs)"),
+                                        ('File "/srv/ml/ranker/model.py", line 58, in forward',
+                                         "h = torch.cat([h, self.pos.to(f'cuda:{rank}')], -1)")], last), name="own.log")
+    assert (own.category, own.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    spread = _run(tmp_path, _traceback(0, [(OWN.format(line=96, function="train_loop"), "out = model(**batch)"),
+                                           (SITE_PKG.format(path="transformers/models/llama/modeling_llama.py",
+                                                            function="forward"), "h = torch.cat([a, b], -1)")],
+                                       last), name="spread.log")
+    assert (spread.category, spread.fixes[0]["kind"]) == ("config_invalid", "fix_config")

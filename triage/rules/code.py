@@ -19,6 +19,22 @@ def _optimizer_state_of_another_model(frames: list[dict]):
     return None
 
 
+def _devices_met_in_own_code(frames: list[dict]):
+    """Two GPUs' tensors meeting in the script's own module (its forward, its loss): the script put one of them
+    on a device by hand (cuda:{local_rank} where the job's runner already narrowed the visible GPUs)."""
+    from triage.rules.exceptions import library_file
+
+    inner = [frame for frame in frames if not _TORCH_INTERNAL.search(str(frame.get("file", "")))]
+    if inner and not library_file(str(inner[-1].get("file", ""))):
+        return ("code_bug", ("fix_code",),
+                "two GPUs' tensors meet in the script's own code: it moves a tensor to a device of its own choosing "
+                "(cuda:<local rank>) instead of the model's or the runner's device")
+    return None
+
+
+_TORCH_INTERNAL = re.compile(r"[/\\]torch[/\\](?:nn|_tensor|autograd|functional|_dynamo|utils)")
+
+
 RULES = [
     rule(
         "code.leftover_breakpoint",
@@ -107,6 +123,7 @@ RULES = [
         0.75,
         "the model is spread over several GPUs in one process (device_map='auto' or every GPU visible): "
         "pin each process to one device (CUDA_VISIBLE_DEVICES / device_map per local rank)",
+        within=lambda text, frames: _devices_met_in_own_code(frames),
     ),
     rule(
         "code.device_mismatch",

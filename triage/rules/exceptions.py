@@ -62,6 +62,8 @@ _ROW_LOOP = re.compile(
 )
 _RESUMING = re.compile(r"resum", re.I)
 _EINVAL_NO_FILE = re.compile(r"\s*\[Errno 22\] Invalid argument\s*$")
+# a line that reads or writes a file (EINVAL there is the file's: a truncated or sparse copy)
+_FILE_CALL = re.compile(r"open|load|read|write|save|seek|mmap|path|file|dump", re.IGNORECASE)
 _SHAPE_BUG = re.compile(r"shape '\[[^\]]*\]' is invalid for input of size \d+|"
                         r"mat1 and mat2 shapes cannot be multiplied|view size is not compatible with input tensor")
 _SITE = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|/usr/lib/|\\lib\\|\.pyx\b")  # .pyx: Cython (numpy, pandas)
@@ -439,7 +441,7 @@ def _explain(
         return ("model_load", ["fix_path", "fix_data_file"], 0.45,
                 "the operating system refused a read of a checkpoint file (EINVAL: a truncated or partial copy)")
     if exception == "OSError" and _EINVAL_NO_FILE.match(message) and frames and not library_file(
-            str(frames[-1].get("file", ""))):
+            str(frames[-1].get("file", ""))) and not _FILE_CALL.search(str(frames[-1].get("code", ""))):
         # EINVAL naming no file, raised at the script's own line: a system call given a bad argument
         # (a CPU set past the node's cores, a signal number), the script's code
         return "code_bug", ["fix_code"], 0.45, "the script's own system call was given an invalid argument (EINVAL)"

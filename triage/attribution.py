@@ -28,6 +28,9 @@ def first_failing_rank(
         killed = _oom_killed_rank(collected)
         if killed is not None:
             return killed, "the process the kernel's OOM killer named, by the pid the launcher spawned it with"
+        task = _srun_oom_task(collected)
+        if task is not None:
+            return task, "the one srun task Slurm reported as Out Of Memory (srun started one task per rank)"
     if winner.rank is not None:
         first = _launcher_first_exit(collected, winner)
         if first is not None:
@@ -127,6 +130,17 @@ def _oom_killed_rank(collected: Collected) -> int | None:
         return None
     ranks = {spawned[pid] for pid in killed if pid in spawned}
     return ranks.pop() if len(ranks) == 1 else None
+
+
+def _srun_oom_task(collected: Collected) -> int | None:
+    """srun's "task N: Out Of Memory" for one task, where srun started the ranks themselves (no launcher per
+    node: then a task is a node)."""
+    launcher = collected.launcher
+    if collected.srun_tasks_are_nodes or "srun-node" in collected.prefix_styles or any(
+            name in launcher.launchers for name in ("torchrun", "deepspeed", "accelerate")):
+        return None
+    tasks = _distinct(item.rank for item in launcher.exits if "Out Of Memory" in (item.text or ""))
+    return tasks[0] if len(tasks) == 1 else None
 
 
 def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:

@@ -81,6 +81,7 @@ class Collector:
         )
         self.nproc = nproc_per_node
         self.srun_labels_are_nodes = srun_labels_are_nodes  # srun started one launcher per node: "1: " is node 1
+        self.out.srun_tasks_are_nodes = srun_labels_are_nodes
         self.node_layout = node_layout or {}  # {node: (first global rank, processes)} when nodes differ
         # (by source name, by host): where a node's local ranks start, from its agent's failure table
         self.node_offsets = node_offsets
@@ -186,7 +187,7 @@ class Collector:
             return 0
         if text.startswith("+ srun ") and _SRUN_STARTS_LAUNCHER.search(text):
             # the batch script's own trace: srun starts one launcher per node, so its labels are nodes
-            self.srun_labels_are_nodes = True
+            self.srun_labels_are_nodes = self.out.srun_tasks_are_nodes = True
         prefixed = split_prefix(text)
         if prefixed.style:
             out.prefix_styles.add(prefixed.style)

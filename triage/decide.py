@@ -168,7 +168,7 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             winner.facts.setdefault("exception", near_bare["exception"])
             winner.facts.setdefault("message", near_bare["message"])
         else:
-            winner.traceback = _surfacing_exception(collected, winner, pool)
+            winner.traceback = _surfacing_exception(collected, winner, pool, failing_rank)
     else:
         for item in collected.bare_exceptions:
             if item["source"] == winner.source and item["line"] == winner.line:
@@ -302,10 +302,12 @@ def _exception(winner: Candidate, root_tb: Traceback | None) -> tuple[str | None
     return None, winner.text
 
 
-def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Candidate]) -> Traceback | None:
+def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Candidate],
+                         failing_rank: int | None = None) -> Traceback | None:
     """The Python exception that surfaces a root line printed just before it (a kernel assertion, a
     DataLoader worker's bus error): same file, same rank (or an unprefixed root line), within a
-    screenful after it, and itself recognised as the same kind of failure."""
+    screenful after it, and itself recognised as the same kind of failure; never another rank's than the
+    one found to fail first (a killed rank's peers raise only what they lost)."""
     if winner.source is None or winner.line is None or winner.rule_id.startswith("launcher."):
         return None
     same_kind = set()
@@ -322,6 +324,7 @@ def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Can
         and tb.exc_line is not None
         and 0 < tb.exc_line - winner.line <= SURFACING_WINDOW
         and (winner.rank is None or tb.rank in (winner.rank, None))
+        and (winner.rank is not None or failing_rank is None or tb.rank in (failing_rank, None))
         and tb.exception
         and tb.exception not in _WRAPPERS
         and _same_kind(tb, winner.category, same_kind)

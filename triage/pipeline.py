@@ -74,6 +74,11 @@ def diagnose(
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.out
+    if collected.srun_tasks_are_nodes:
+        # srun's "task N" is then the node that launcher ran on, not a rank
+        for item in collected.launcher.exits:
+            if "srun: error:" in (item.text or ""):
+                item.rank = None
     # one node's own launch line: its launcher's local ranks start at that node's first global rank
     collected.launcher.resolve_ranks(node_offset(parsed) if parsed and not layout else 0)
     world_size = _world_size(collected, command_world, default_world)

@@ -464,3 +464,23 @@ def test_rays_memory_monitor_detail_line_names_the_killed_workers_pid(tmp_path):
            "threshold of 0.95.\n")
     result = diagnose([write(tmp_path / "driver.log", log)])
     assert (result.category, result.failing_rank) == ("host_oom", 2)
+
+
+def test_srun_naming_the_one_task_out_of_memory_is_that_rank_with_no_exception_of_its_peers(tmp_path):
+    peer = ("[rank{r}]: Traceback (most recent call last):\n"
+            '[rank{r}]:   File "/jobs/churn/fit.py", line 55, in main\n'
+            "[rank{r}]:     model = DDP(model)\n"
+            "[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+            "[127.0.0.1]:5034\n")
+    log = ("slurmstepd: error: Detected 1 oom_kill event in StepId=731902.0. Some of your processes may have been "
+           "killed by the cgroup out-of-memory handler.\n"
+           + "".join("2: " + line + "\n" for line in peer.format(r=2).splitlines())
+           + "".join("0: " + line + "\n" for line in peer.format(r=0).splitlines())
+           + "srun: error: cn07: task 1: Out Of Memory\n")
+    result = diagnose([write(tmp_path / "slurm-731902.out", log)], command="srun -n 3 python fit.py")
+    assert (result.category, result.failing_rank) == ("host_oom", 1)
+    assert result.root_cause.exception is None  # the peers' lost connections are not its error
+    # srun starting one torchrun per node: task 1 is a node, not rank 1
+    per_node = diagnose([write(tmp_path / "slurm-731903.out", log)],
+                        command="srun --nodes 3 --ntasks-per-node 1 torchrun --nnodes 3 --nproc_per_node 4 fit.py")
+    assert per_node.failing_rank != 1

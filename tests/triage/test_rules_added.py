@@ -51,6 +51,8 @@ CASES = [
     ("train_dist.py: error: argument --rank: invalid int value: ''", "config.cli_value_refused", "config_invalid"),
     ("finetune.py: error: the following arguments are required: --data_path", "config.cli_value_refused",
      "config_invalid"),
+    ("RuntimeError: result type Float can't be cast to the desired output type Long", "code.dtype_mismatch",
+     "code_bug"),
 ]
 NEAR_MISSES = [
     "setting device ordinal 3 for local rank 3",

@@ -296,6 +296,19 @@ RULES = [
         within=_ragged_rows,
     ),
     rule(
+        "data.input_channels",
+        "data_schema",
+        ROOT,
+        ["channels, but got"],
+        # the batch's feature or channel count is not what the model's first layer was built for (80 mel bins
+        # for a 40-bin model, grayscale images for an RGB one): the data's layout, or the model's setting
+        r"expected input\[[^\]]{1,60}\] to have \d+ channels, but got \d+ channels",
+        ["fix_data_file", "convert_data_format", "fix_config"],
+        0.65,
+        "the samples do not have the channel or feature count the model's first layer expects: re-extract or "
+        "convert the data to that layout, or build the model for the data's",
+    ),
+    rule(
         "data.text_not_string",
         "data_schema",
         ROOT,

@@ -612,3 +612,14 @@ def test_a_wrapper_whose_message_is_another_exceptions_line_names_the_inner_one(
     assert result.root_cause.exception == "OSError"
     assert result.root_cause.message.startswith("[Errno 122] Disk quota exceeded")
     assert "InductorError" in result.root_cause.message
+
+
+@pytest.mark.parametrize(("exception", "message", "category"), [
+    ("ValueError", "adamw_torch_fuse is not a valid OptimizerNames, please select one of ['adamw_torch', "
+                   "'adamw_torch_fused']", "config_invalid"),
+    ("ValueError", "not enough values to unpack (expected 3, got 2)", "code_bug"),
+])
+def test_an_enum_setting_outside_its_choices_and_a_tuple_of_the_wrong_length(exception, message, category):
+    frames = [{"file": "/venv/lib/python3.11/site-packages/transformers/trainer.py", "line": 3040,
+               "function": "evaluation_loop"}]
+    assert exceptions.explain(exception, message, frames)[0] == category

@@ -53,6 +53,7 @@ CASES = [
      "config_invalid"),
     ("RuntimeError: result type Float can't be cast to the desired output type Long", "code.dtype_mismatch",
      "code_bug"),
+    ("memory allocation of 26764787 bytes failed", "memory.host_alloc", "host_oom"),
 ]
 NEAR_MISSES = [
     "setting device ordinal 3 for local rank 3",

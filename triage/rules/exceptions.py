@@ -197,7 +197,7 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"mutually exclusive|only one of|incompatible with|not compatible|is not supported (?:with|when|for|on)|"
          r"requires? (?:an? |the )?`?[\w.]+`? (?:to be|be) (?:set|specified|provided|enabled|given)|"
          r"(?<!\[Errno 22\] )invalid (?:value|choice|argument|config)|unknown (?:argument|option|parameter|keys?)|"
-         r"unrecognized arguments|"
+         r"unrecognized arguments|is not a valid [A-Z]\w{2,40}, please select one of|"
          r"unrecognized keys?|extra (?:fields|inputs) (?:are )?not permitted|should be set (?:through|via|in|with)|"
          r"batch[ _]size|gradient[ _]accumulation|num_generations|train_micro_batch|mixed precision|"
          r"\bbf16\b|\bfp16\b|\bfsdp\b|zero stage|deepspeed config|expected all tensors to be on the same device|"
@@ -213,6 +213,9 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          r"\byou (?:have )?set `?[\w.]+`? to\b|\b(?:training |launch )?argument `?\w*`? ?is set to\b"),
         # a split or file that holds no rows at all ("Instruction 'validation' corresponds to no data!")
         ("data_corrupt", ["fix_data_file", "fix_path"], 0.45, r"corresponds to no data"),
+        # a tuple of the wrong length: an override or hook returning fewer or more values than its caller takes
+        # (a Trainer's prediction_step returning (loss, preds) where (loss, logits, labels) is unpacked)
+        ("code_bug", ["fix_code"], 0.4, r"(?:not enough|too many) values to unpack \(expected \d+"),
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
          r"column|valid samples|conversations|\bmessages\b|dataset format|data format|instruction|role tag|"
          r"features? .{0,20}(?:missing|expected)|schema"),

@@ -81,9 +81,12 @@ RULES = [
         "memory.host_alloc",
         "host_oom",
         ROOT,
-        ["Cannot allocate memory", "bad_alloc", "MemoryError", "Unable to allocate", "DefaultCPUAllocator"],
+        ["Cannot allocate memory", "bad_alloc", "MemoryError", "Unable to allocate", "DefaultCPUAllocator",
+         "memory allocation of"],
+        # (Rust code, a fast tokenizer, aborts with "memory allocation of N bytes failed")
         r"\[Errno 12\] Cannot allocate memory|std::bad_alloc|^(?:\w+\.)*MemoryError\b|"
-        r"Unable to allocate [\d.]+ [KMGT]i?B|DefaultCPUAllocator: (?:not enough memory|can't allocate memory)",
+        r"Unable to allocate [\d.]+ [KMGT]i?B|DefaultCPUAllocator: (?:not enough memory|can't allocate memory)|"
+        r"^memory allocation of \d+ bytes failed",
         HOST_FIXES,
         0.8,
         "the host ran out of RAM",

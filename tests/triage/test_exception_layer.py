@@ -623,3 +623,11 @@ def test_an_enum_setting_outside_its_choices_and_a_tuple_of_the_wrong_length(exc
     frames = [{"file": "/venv/lib/python3.11/site-packages/transformers/trainer.py", "line": 3040,
                "function": "evaluation_loop"}]
     assert exceptions.explain(exception, message, frames)[0] == category
+
+
+def test_a_field_missing_where_a_fine_tuning_library_reads_a_checkpoint_is_the_checkpoints():
+    frames = [{"file": "/env/lib/python3.11/site-packages/recipes/lora_finetune_distributed.py", "line": 212,
+               "function": "load_checkpoint"},
+              {"file": "/env/lib/python3.11/site-packages/torchtune/training/checkpointing/_checkpointer.py",
+               "line": 560, "function": "load_checkpoint"}]
+    assert exceptions.explain("KeyError", "'num_key_value_heads'", frames)[0] == "model_load"

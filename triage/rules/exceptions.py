@@ -251,7 +251,9 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     # a model's own configuration class (or the auto mapping) rejecting a checkpoint's config.json: the
     # checkpoint is newer than the installed library (rope_scaling fields, an unknown model_type)
     (re.compile(r"transformers[/\\.]models[/\\.]\w+[/\\.]configuration_\w+"), "version_mismatch", ["pin_versions"]),
-    (re.compile(r"modeling_utils|from_pretrained|safetensors|configuration_utils|hub\.py|file_download"),
+    (re.compile(r"modeling_utils|from_pretrained|safetensors|configuration_utils|hub\.py|file_download|"
+                # a fine-tuning library's checkpoint readers (torchtune's checkpointer, a converter's)
+                r"checkpointing[/\\]_checkpointer|_checkpointer\.py|convert_checkpoint|checkpoint_utils"),
      "model_load", ["fix_path", "fix_config"]),
     # torch.distributed's checkpointing and sharding APIs are loading and configuration, not communication
     (re.compile(r"torch[/.]distributed[/.]checkpoint"), "model_load", ["fix_path", "fix_config"]),

@@ -162,6 +162,15 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     failing_rank, reason = first_failing_rank(collected, winner, pool, world_size)
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         near_tb, near_bare = _nearby_exception(collected, winner)
+        if near_tb is None and near_bare is None and winner.category != "host_oom":
+            # (a process killed for memory raises nothing: what follows is its peers' or its driver's account)
+            # the same report again as the "Last error:" of an exception further on (NCCL's WARN line, then
+            # "RuntimeError: NCCL error ... Last error: <the same words>"): that exception surfaced it
+            for other in same[1:]:
+                if other.source == winner.source and other.rank == winner.rank and other.traceback is None:
+                    near_tb, near_bare = _nearby_exception(collected, other)
+                    if near_tb is not None or near_bare is not None:
+                        break
         if near_tb is not None:
             winner.traceback = near_tb
         elif near_bare is not None:

@@ -631,3 +631,22 @@ def test_a_field_missing_where_a_fine_tuning_library_reads_a_checkpoint_is_the_c
               {"file": "/env/lib/python3.11/site-packages/torchtune/training/checkpointing/_checkpointer.py",
                "line": 560, "function": "load_checkpoint"}]
     assert exceptions.explain("KeyError", "'num_key_value_heads'", frames)[0] == "model_load"
+
+
+def test_a_warn_line_repeated_as_an_exceptions_last_error_far_below_takes_that_exception(tmp_path):
+    warn = ("a1b2c3:412:632 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "/dev/shm/nccl-Xa81Qe (size 9637888)\n")
+    filler = "".join(f"[NeMo I 2026-01-05 10:00:{i % 60:02d} train:88] building dataset shard {i}\n" for i in range(90))
+    tail = ("Traceback (most recent call last):\n"
+            '  File "/workspace/pretrain.py", line 40, in <module>\n'
+            "    trainer.fit(model)\n"
+            "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system "
+            "error, NCCL version 2.14.3\n"
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+            "Last error:\n"
+            "Error while creating shared memory segment /dev/shm/nccl-Xa81Qe (size 9637888)\n")
+    log = tmp_path / "log.txt"
+    log.write_text(warn + filler + tail)
+    result = diagnose([log])
+    assert result.category == "nccl_error"
+    assert result.root_cause.exception == "RuntimeError" and "unhandled system error" in result.root_cause.message

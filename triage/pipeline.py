@@ -120,7 +120,7 @@ def _build(
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
         category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
-        kinds = _fix_kinds(winner, collected, verdict, command, configs)
+        kinds = _fix_kinds(winner, collected, verdict, command, configs, world_size)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
                 + (CONFIDENCE_TRACEBACK if verdict.root_traceback else 0.0)), 2
@@ -375,7 +375,8 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     return kinds
 
 
-def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, configs=None) -> list[str]:
+def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, configs=None,
+               world_size: int | None = None) -> list[str]:
     kinds = list(winner.fixes)
     if winner.category == "host_oom" and _offloads_to_cpu(configs or {}):
         # ZeRO offload keeps optimizer states (and parameters) in pinned host RAM: that setting is what fills it
@@ -397,6 +398,11 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
             # RAM that grows while steps run: the batch and the input pipeline's workers that prepare it
             # (the workers come first where the log or the command shows them: _by_evidence)
             kinds = ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"]
+    if winner.category == "numerical" and _one_rank_went_non_finite(collected, verdict, world_size):
+        # the ranks of a data-parallel job hold the same weights: a loss that is not finite on one rank only
+        # may have come from that rank's batch (a value the transform cannot take, an empty sequence pooled to
+        # 0/0), so that rank's data is checked next after the numerics
+        kinds = [*kinds[:1], "fix_data_file", *kinds[1:]]
     for kind in DEFAULT_FIXES.get(winner.category, []):
         if kind not in kinds:
             kinds.append(kind)
@@ -406,6 +412,18 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
             seen.add(kind)
             out.append(kind)
     return _by_evidence(out, winner, collected, command)
+
+
+def _one_rank_went_non_finite(collected, verdict: Verdict, world_size: int | None) -> bool:
+    """The failing rank is the only rank of several that reported a numerical failure."""
+    rank = verdict.failing_rank
+    if rank is None or max(len(collected.tracks), world_size or 0) < 2:
+        return False
+    numerical = {hit.rank for hit in collected.hits if hit.rule.category == "numerical"}
+    numerical |= {tb.rank for tb in collected.tracebacks
+                  if tb.rank is not None and (verdict.root_traceback is None or tb.exception ==
+                                             verdict.root_traceback.exception)}
+    return numerical - {None} == {rank}
 
 
 def _offloads_to_cpu(configs: dict) -> bool:

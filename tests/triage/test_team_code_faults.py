@@ -709,3 +709,17 @@ def test_two_gpus_tensors_meeting_in_the_scripts_module_are_its_code_and_in_a_li
                                                             function="forward"), "h = torch.cat([a, b], -1)")],
                                        last), name="spread.log")
     assert (spread.category, spread.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+
+
+def test_a_loss_non_finite_on_one_rank_only_puts_that_ranks_data_next_to_the_numerics(tmp_path):
+    def nan(rank: int) -> str:
+        return _traceback(rank, [(OWN.format(line=68, function="main"), "raise FloatingPointError(msg)")],
+                          f"FloatingPointError: non-finite loss at step 0 on rank {rank}: spend=nan")
+    progress = "".join(f"[rank{r}]: step 0 batch loaded\n" for r in range(4))
+    command = "torchrun --nproc_per_node 4 fit_churn.py"
+    one = _run(tmp_path, progress + nan(3), command=command, name="one.log")
+    assert one.category == "numerical" and one.failing_rank == 3
+    assert [fix["kind"] for fix in one.fixes][:2] == ["fix_numerics", "fix_data_file"]
+    assert "failing rank's data" in one.fixes[1]["title"]
+    every = _run(tmp_path, progress + nan(3) + nan(1), command=command, name="every.log")
+    assert "fix_data_file" not in [fix["kind"] for fix in every.fixes][:2]

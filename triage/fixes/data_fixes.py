@@ -81,6 +81,16 @@ def convert_data_format(ctx, kind: str) -> dict:
 def fix_data_file(ctx, kind: str) -> dict:
     edits = Edits(ctx)
     text = evidence_text(ctx)
+    if ctx.category == "numerical":
+        return edits.fix(
+            kind, "Find the rows of the failing rank's data that make the loss non-finite",
+            "Only one rank's loss went non-finite while every rank holds the same weights, so that rank's batch "
+            "carries values the loss cannot take.",
+            notes=["look for what the loss's transforms cannot take in that rank's shard: negative values under a "
+                   "log, empty sequences averaged to 0/0, all-masked labels, extreme or infinite targets",
+                   "filter or clip those rows before training (and guard the transform: clamp, eps)"],
+            cost="low",
+        )
     flag = _data_flag(edits.cmd)
     source = flag.value if flag else "DATA.jsonl"
     out = _out_path(source, "repaired")

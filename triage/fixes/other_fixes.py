@@ -66,9 +66,13 @@ def fix_numerics(ctx, kind: str) -> dict:
         notes.append(f"learning rate {lr} -> {new_lr}")
     if (is_hf_style(cmd, ctx) or not ctx.command) and cmd.flag("max_grad_norm") is None:
         edits.set(("max_grad_norm",), 1.0)
+    half = (fp16 is not None and fp16.lower() in ("true", "1")) or bool(ds and (ds.get("fp16") or {}).get("enabled")) \
+        or re.search(r"loss scal|fp16|half", evidence_text(ctx), re.IGNORECASE) is not None
+    why = ("The loss overflowed until the fp16 loss scale hit its minimum (or turned NaN)." if half else
+           "The loss or the gradients became non-finite (NaN or inf): a step too large for the weights, or values "
+           "the loss cannot take.")
     return edits.fix(kind, "Stabilise training: bf16 instead of fp16, lower learning rate, clip gradients",
-                     "The loss overflowed until the fp16 loss scale hit its minimum (or turned NaN).",
-                     notes=notes, cost="medium")
+                     why, notes=notes, cost="medium")
 
 
 def debug_cuda(ctx, kind: str) -> dict:

@@ -63,6 +63,9 @@ OWN_SETS = {
     "cpu_blind19": ROOT / "tests" / "fixtures" / "cpu_blind19",
     "blind31": ROOT / "tests" / "triage" / "fixtures" / "blind31",
     "cpu_blind21": ROOT / "tests" / "fixtures" / "cpu_blind21",
+    "blind30": ROOT / "tests" / "triage" / "fixtures" / "blind30",
+    "blind32": ROOT / "tests" / "triage" / "fixtures" / "blind32",
+    "cpu_blind23": ROOT / "tests" / "fixtures" / "cpu_blind23",
 }
 
 

@@ -89,6 +89,12 @@ SETS = [
     FIXTURES / "blind31",
     # 13 real CPU runs of teams' own code (LM, classifier, reward model, retriever), held out at 54% category
     ROOT / "tests" / "fixtures" / "cpu_blind21",
+    # a thirtieth blind set (22 multi-node and cluster forms), held out at 91% category and 60% rank
+    FIXTURES / "blind30",
+    # a thirty-second blind set (20 forms of how logs reach a tool: partial pastes, CRLF, notebooks, restarts)
+    FIXTURES / "blind32",
+    # 12 real CPU runs of LLM fine-tuning through Trainer/TRL/PEFT with the team's glue, held out at 75% category
+    ROOT / "tests" / "fixtures" / "cpu_blind23",
 ]
 
 

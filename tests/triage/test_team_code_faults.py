@@ -723,3 +723,15 @@ def test_a_loss_non_finite_on_one_rank_only_puts_that_ranks_data_next_to_the_num
     assert "failing rank's data" in one.fixes[1]["title"]
     every = _run(tmp_path, progress + nan(3) + nan(1), command=command, name="every.log")
     assert "fix_data_file" not in [fix["kind"] for fix in every.fixes][:2]
+
+
+def test_only_the_layers_past_the_checkpoints_last_missing_means_a_deeper_config_not_other_names(tmp_path):
+    frames = [(OWN.format(line=37, function="load_teacher"), "teacher.load_state_dict(torch.load(path))")]
+    deeper = _run(tmp_path, _traceback(0, frames, 'RuntimeError: Error(s) in loading state_dict for FrameMLP: Missing '
+                                                  'key(s) in state_dict: "blocks.4.0.weight", "blocks.5.0.weight".'),
+                  name="deeper.log")
+    assert deeper.category == "model_load" and [f["kind"] for f in deeper.fixes][:2] == ["fix_path", "fix_config"]
+    renamed = _run(tmp_path, _traceback(0, frames, 'RuntimeError: Error(s) in loading state_dict for FrameMLP: Missing '
+                                                   'key(s) in state_dict: "blocks.0.0.weight". Unexpected key(s) in '
+                                                   'state_dict: "module.blocks.0.0.weight".'), name="renamed.log")
+    assert renamed.fixes[0]["kind"] == "fix_code"

@@ -7,11 +7,24 @@ import re
 from triage.rules import ROOT, rule
 
 
+_MISSING_KEYS = re.compile(r"Missing key\(s\) in state_dict: ((?:\"[^\"]+\"(?:, )?)+)")
+
+
 def _names_differ(text: str, frames: list[dict]):
     """Only names missing or unexpected, no size mismatch: the checkpoint comes from another model class,
     under a wrapper's prefix, or from another path; not from another config of the same model."""
     if "size mismatch" in text or not re.search(r"(?:Missing|Unexpected) key\(s\) in state_dict", text):
         return None
+    missing = _MISSING_KEYS.search(text)
+    if missing and "Unexpected key(s)" not in text:
+        indices = [re.search(r"\.(\d+)\.", key) for key in re.findall(r'"([^"]+)"', missing.group(1))]
+        if indices and all(indices) and min(int(index.group(1)) for index in indices) >= 1:
+            # only whole layers past the checkpoint's last are missing: the model was built deeper than the
+            # weights were saved (a config that does not belong to these weights)
+            return ("model_load", ("fix_path", "fix_config"),
+                    "the model is built with more layers than the checkpoint holds (only layers from "
+                    f"{min(int(index.group(1)) for index in indices)} on are missing): point at the weights saved "
+                    "with this config, or set the config's depth to the checkpoint's")
     return ("model_load", ("fix_code", "fix_path"),
             "the checkpoint's parameter names do not match the model's: it was saved from another model class "
             "or under a wrapper's prefix (`module.`, `_orig_mod.`), or the path points at another checkpoint")

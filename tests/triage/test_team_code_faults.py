@@ -735,3 +735,13 @@ def test_only_the_layers_past_the_checkpoints_last_missing_means_a_deeper_config
                                                    'key(s) in state_dict: "blocks.0.0.weight". Unexpected key(s) in '
                                                    'state_dict: "module.blocks.0.0.weight".'), name="renamed.log")
     assert renamed.fixes[0]["kind"] == "fix_code"
+
+
+def test_a_scripts_key_value_counters_saying_it_kept_nothing_put_the_filters_limits_first(tmp_path):
+    empty = _traceback(1, [('File "/venv/lib/python3.11/site-packages/torch/utils/data/sampler.py", line 149, in '
+                            '__init__', "raise ValueError(")],
+                       "ValueError: num_samples should be a positive integer value, but got num_samples=0")
+    kept_none = _run(tmp_path, "[proc 1] shards=['reports-01.jsonl'] kept=0 dropped_long=64\n" + empty, name="a.log")
+    assert kept_none.fixes[0]["kind"] == "fix_config"
+    kept_some = _run(tmp_path, "[proc 1] shards=['reports-01.jsonl'] kept=10 dropped_long=0\n" + empty, name="b.log")
+    assert kept_some.fixes[0]["kind"] != "fix_config"

@@ -426,7 +426,10 @@ RULES = [
         "data.filtered_to_nothing",
         "data_pipeline",
         HINT,
-        ["kept 0", " 0 after", "filter", "Filter", "discard", "Discard", "dropp", "Dropp", "skipp", "Skipp"],
+        ["kept 0", " 0 after", "filter", "Filter", "discard", "Discard", "dropp", "Dropp", "skipp", "Skipp",
+         "kept=0", "kept: 0"],
+        # (a script's key=value counters: "kept=0 dropped_long=64")
+        r"\b[Kk]ept[=:] ?0\b[^\n]{0,40}\b(?:dropped|filtered|removed|skipped)\w{0,12}[=:] ?[1-9]|"
         r"\b[Kk]ept 0 ?(?:/|of|out of) ?\d+|\b0 (?:rows |samples |examples |pairs |records )?(?:left |remain\w* )?after "
         r"(?:the )?(?:length |token |size |quality )?filter|(?:[Ff]iltered (?:out|away) (?:all|every)|"
         r"(?:[Aa]ll|[Ee]very) (?:rows|samples|examples|pairs|records|sequences) (?:were |was )?(?:filtered|dropped|removed))|"

@@ -22,8 +22,9 @@ from pathlib import Path
 TAIL_BYTES = 64 * 1024
 MAX_FILES = 400
 _PLAIN = re.compile(r"\.(?:log|txt|out|err)(?:\.\d{1,4})?$|^[^.]+$", re.IGNORECASE)
-_HOST = re.compile(rb"^\S{0,80}?\s*host\s*:\s*([\w.\-]{1,120})\s*$", re.MULTILINE)
-_RANK = re.compile(rb"^\S{0,80}?\s*rank\s*:\s*(\d{1,6})\s*\(local_rank:\s*(\d{1,6})\)", re.MULTILINE)
+# (whatever a collector put before the field: a timestamp, a compose or journald tag, srun's label)
+_HOST = re.compile(rb"(?:^|\s)host\s*:\s*([\w.\-]{1,120})\s*$", re.MULTILINE)
+_RANK = re.compile(rb"(?:^|\s)rank\s*:\s*(\d{1,6})\s*\(local_rank:\s*(\d{1,6})\)", re.MULTILINE)
 
 
 def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = None

@@ -61,3 +61,10 @@ def test_offsets_need_agreeing_entries_and_a_node_past_the_first(tmp_path):
     node1 = tmp_path / "b.log"
     node1.write_text(CUT_SHARD.replace("[default{local}]:", "[rank9]:") + _table("gpu-b", [(9, 1, 1)]))
     assert diagnose([node1]).failing_rank == 9
+
+
+def test_a_collectors_lead_before_the_table_fields_is_looked_through(tmp_path):
+    lead = "trainer-b-1  | "
+    (tmp_path / "b.log").write_text("".join(lead + line + "\n" for line in _table("gpu-b", [(9, 1, 1)]).splitlines()))
+    by_source, by_host = node_offsets([tmp_path / "b.log"])
+    assert by_source == {"b.log": 8} and by_host == {"gpu-b": 8}

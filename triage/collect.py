@@ -15,7 +15,7 @@ from triage.progress import PHASE_LOADING, record_progress
 from triage.ranks import Prefixed, mentioned_rank, rank_in_decorations, split_prefix
 from triage.rules import CASCADE, HINT, exceptions
 from triage.scan import LineScanner, compile_literals
-from triage.sources import Source, rotation_order
+from triage.sources import Source, is_pod_replica, rotation_order
 from triage.text import EMBEDDED_MARK, clean_line, embedded_lines, json_record_lines
 from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler, parse_exception_line
 
@@ -23,6 +23,9 @@ MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
 OPEN_TRACEBACK_FOLLOW = 40  # lines read unconditionally after a line of a rank with a traceback open
 _SRUN_STARTS_LAUNCHER = re.compile(r"\s(?:torchrun|accelerate launch|deepspeed|python3? -m torch\.distributed\.run)\s")
+# `kubectl logs --prefix`: "[pod/<job>-worker-1/<container>] " before every line of that pod
+_POD_TAG = re.compile(r"\[pod/([\w.\-]{1,120})/[\w.\-]{1,60}\]\s")
+_RANK_ENV = re.compile(r"(?<![A-Za-z_])RANK[=:]\s{0,12}(\d{1,6})\b")
 EXTRA_LITERALS = (
     HEADER,
     *faultstacks.LITERALS,
@@ -35,6 +38,8 @@ EXTRA_LITERALS = (
     "Signal",
     "signal",
     "Loading checkpoint shards",
+    "RANK=",  # a replica pod's environment printed (see _pod_stream_rank)
+    "RANK:",
     "+ srun ",  # a batch script traced with `set -x`: the srun line it ran (see _traced_srun)
     "ERROR",  # a logger's error line: a traceback logged under it is its rank's (see _logged_traceback_rank)
     "exception",
@@ -93,6 +98,8 @@ class Collector:
         self._error_line: dict[str, tuple[int, int]] = {}  # source -> (rank, line) of its last ranked error line
         self._logged_tb: dict[str, list] = {}  # source -> [rank, lines left]: a traceback logged under that line
         self._rotation: tuple | None = None  # (last source's name, its assemblers)
+        self._pod_rank: dict[tuple, int] = {}  # (source, pod) -> the one rank its lines named (-1: several)
+        self._pod_sources: set[str] = set()  # sources named for a replica pod ("job-worker-1.log")
         self.faults = faultstacks.FaultStacks(self.out.fault_stacks)
         literal_list = (
             list(rules.literals()) + list(launchers.LITERALS) + list(EXTRA_LITERALS) + list(memory_literals)
@@ -110,6 +117,8 @@ class Collector:
 
     def add(self, source: Source) -> None:
         self.out.sources.append(source.name)
+        if is_pod_replica(source.name):
+            self._pod_sources.add(source.name)
         rank_hint = source.rank_hint
         self._offset = nodeoffsets.offset_of(source.name, *self.node_offsets) or 0
         if source.local_rank_hint is not None:
@@ -228,6 +237,7 @@ class Collector:
         if rank is None:
             rank = self._spawn_rank.get(source)
         rank = self._logged_traceback_rank(source, lineno, core, rank)
+        rank = self._pod_stream_rank(source, text, rank)
         if rank is not None and "pid=" in body[:60]:
             raytrain.learn_actor_rank(out.launcher, decorations.without_collector_lead(body), rank)
         out.seq += 1
@@ -340,6 +350,44 @@ class Collector:
         }
         self.out.bare_exceptions.append(item)
         self.pending_message = [item, source, rank, 3, led]
+
+    def _pod_stream_rank(self, source: str, text: str, rank):
+        """A Kubernetes job's replica pod running one process (a PyTorchJob without a launcher inside): once the
+        pod's stream has named one rank ("[rank2] ...", "rank=2"), its unranked lines are that rank's; a pod
+        that names two ranks runs several processes and lends none."""
+        pod = _POD_TAG.match(text)
+        if pod:
+            key = (source, pod.group(1))
+        elif source in self._pod_sources:
+            key = (source, None)
+        else:
+            return rank
+        known = self._pod_rank.get(key)
+        if rank is None and known is None:
+            env = _RANK_ENV.search(text)  # the pod's environment printed ("env RANK=3 ...", describe's "RANK: 3")
+            if env:
+                self._pod_rank[key] = int(env.group(1))
+                return rank
+        if rank is not None:
+            self._pod_rank[key] = rank if known in (None, rank) else -1
+            return rank
+        return known if known is not None and known >= 0 else rank
+
+    def finish(self) -> Collected:
+        """What was collected, with the lines of a one-process replica pod printed before its rank was named
+        (a describe's OOMKilled state above its RANK variable) given that rank."""
+        for (source, pod), rank in self._pod_rank.items():
+            if rank < 0:
+                continue
+            tag = f"[pod/{pod}/" if pod else None
+            for hit in [*self.out.hits, *self.out.cascades]:
+                if hit.rank is None and hit.source == source and (tag is None or tag in hit.text):
+                    hit.rank = rank
+            if tag is None:
+                for tb in self.out.tracebacks:
+                    if tb.rank is None and tb.source == source:
+                        tb.rank = rank
+        return self.out
 
     def _continue_message(self, source, rank, body) -> bool:
         """Wrapped exception messages ("... 64 != 4 *" / "8 * 1", "Last error:" / "Duplicate GPU ...")."""

@@ -73,7 +73,7 @@ def diagnose(
                           srun_labels_are_nodes=srun_nodes, node_offsets=node_offsets(paths, names))
     for source in open_sources(paths, limits, names):
         collector.add(source)
-    collected = collector.out
+    collected = collector.finish()
     if collected.srun_tasks_are_nodes:
         # srun's "task N" is then the node that launcher ran on, not a rank
         for item in collected.launcher.exits:

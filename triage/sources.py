@@ -37,6 +37,11 @@ _NAME_RANK = re.compile(r"(?:rank|process|proc|worker|gpu|driver_log)[_\-.]?(\d{
 # a Kubernetes job's replica pod ("llama-ft-worker-1", "kubectl-logs-job-master-0.txt"): one node's launcher with
 # all of its ranks, not a rank
 _POD_REPLICA = re.compile(r"[-_.](?:master|worker|launcher)-\d{1,4}(?:\.[A-Za-z]{1,5})?$", re.IGNORECASE)
+def is_pod_replica(name: str) -> bool:
+    """A log named for a Kubernetes job's replica pod ("llama-ft-worker-1.log")."""
+    return bool(_POD_REPLICA.search(name.replace("\\", "/").rsplit("/", 1)[-1]))
+
+
 _NODE = re.compile(r"(?:node|host)[_\-.]?(\d{1,4})(?:\D|$)", re.IGNORECASE)
 _SKIP = {".DS_Store"}
 

@@ -484,3 +484,30 @@ def test_srun_naming_the_one_task_out_of_memory_is_that_rank_with_no_exception_o
     per_node = diagnose([write(tmp_path / "slurm-731903.out", log)],
                         command="srun --nodes 3 --ntasks-per-node 1 torchrun --nnodes 3 --nproc_per_node 4 fit.py")
     assert per_node.failing_rank != 1
+
+
+def test_a_one_process_replica_pod_lends_the_rank_its_environment_names_to_its_unranked_lines(tmp_path):
+    log = "".join([
+        "[pod/ft-master-0/pytorch] 2026-01-20T10:01:50Z env RANK=0 WORLD_SIZE=3 MASTER_ADDR=ft-master-0\n",
+        "[pod/ft-worker-0/pytorch] 2026-01-20T10:01:51Z env RANK=1 WORLD_SIZE=3 MASTER_ADDR=ft-master-0\n",
+        "[pod/ft-worker-1/pytorch] 2026-01-20T10:01:52Z env RANK=2 WORLD_SIZE=3 MASTER_ADDR=ft-master-0\n",
+        "[pod/ft-worker-1/pytorch] 2026-01-20T10:02:14Z ImportError: cannot import name 'clear_device_cache' from "
+        "'accelerate.utils.memory'\n",
+        "[pod/ft-master-0/pytorch] 2026-01-20T10:32:12Z torch.distributed.DistStoreError: Timed out after 1801 seconds "
+        "waiting for clients. 2/3 clients joined.\n",
+    ])
+    result = diagnose([write(tmp_path / "kubectl-logs-all.txt", log)])
+    assert (result.category, result.failing_rank) == ("version_mismatch", 2)
+
+
+def test_a_describe_of_a_replica_pod_gives_its_oomkilled_state_the_rank_variable_printed_below_it(tmp_path):
+    describe = ("Name:             rec-worker-1\n    State:          Terminated\n      Reason:       OOMKilled\n"
+                "      Exit Code:    137\n    Environment:\n      WORLD_SIZE:   4\n      RANK:         2\n")
+    master = "2026-01-20T02:31:07.902Z torch.distributed.DistBackendError: NCCL error: remote process exited\n"
+    result = diagnose([write(tmp_path / "kubectl-describe-rec-worker-1.txt", describe),
+                       write(tmp_path / "rec-master-0.log", master)])
+    assert (result.category, result.failing_rank) == ("host_oom", 2)
+    # a pod whose lines name two ranks runs several processes: it lends no rank
+    two = write(tmp_path / "kubectl-describe-rec-worker-2.txt",
+                describe.replace("RANK:         2", "RANK:         4\n[rank5]: Loading checkpoint shards: 100%"))
+    assert diagnose([two, write(tmp_path / "rec-master-0.log", master)]).failing_rank != 4

@@ -6,7 +6,6 @@ import re
 
 from triage.rules import ROOT, rule
 
-
 _MISSING_KEYS = re.compile(r"Missing key\(s\) in state_dict: ((?:\"[^\"]+\"(?:, )?)+)")
 
 

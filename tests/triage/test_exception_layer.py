@@ -650,3 +650,15 @@ def test_a_warn_line_repeated_as_an_exceptions_last_error_far_below_takes_that_e
     result = diagnose([log])
     assert result.category == "nccl_error"
     assert result.root_cause.exception == "RuntimeError" and "unhandled system error" in result.root_cause.message
+
+
+def test_pythons_own_value_errors_at_the_scripts_line_are_not_its_checks():
+    encode = [{"file": "/srv/sft/train.py", "line": 378, "function": "main"},
+              {"file": "/srv/sft/train.py", "line": 114, "function": "encode_chat"}]
+    # list.index finding no assistant marker after truncation, in the script's encoding of a row: the data
+    assert exceptions.explain("ValueError", "6 is not in list", encode)[0] == "data_pipeline"
+    own = [{"file": "/srv/sft/train.py", "line": 40, "function": "main"}]
+    found = exceptions.explain("ValueError", "6 is not in list", own)
+    assert found is None or found[0] != "config_invalid"
+    # int('') of a setting read at the script's line stays the setting's
+    assert exceptions.explain("ValueError", "invalid literal for int() with base 10: ''", own)[0] == "config_invalid"

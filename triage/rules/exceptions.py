@@ -20,7 +20,7 @@ from triage.rules.packages import installed_software, missing_module
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
     r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
-    r"[/\\](?:data|datasets?)[/\\]|read_?(?:rows|records|samples|examples|jsonl?|lines)|(?<![A-Za-z])encode\b",
+    r"[/\\](?:data|datasets?)[/\\]|read_?(?:rows|records|samples|examples|jsonl?|lines)|(?<![A-Za-z])encode(?:_[a-z]+)?\b",
     re.IGNORECASE,
 )
 # an evaluation's metric code: what fails there is the metric's own code, not the data it is handed
@@ -61,6 +61,10 @@ _ROW_LOOP = re.compile(
     re.IGNORECASE,
 )
 _RESUMING = re.compile(r"resum", re.I)
+# what Python's own operations raise at the script's line (list.index, unpacking, max() of nothing): not a
+# check it wrote (int('') of a setting is still the setting's)
+_BUILTIN_VALUE_ERROR = re.compile(r"is not in list|substring not found|values to unpack|math domain error|"
+                                  r"arg is an empty sequence|empty separator")
 _EINVAL_NO_FILE = re.compile(r"\s*\[Errno 22\] Invalid argument\s*$")
 # a line that reads or writes a file (EINVAL there is the file's: a truncated or sparse copy)
 _FILE_CALL = re.compile(r"open|load|read|write|save|seek|mmap|path|file|dump", re.IGNORECASE)
@@ -578,7 +582,7 @@ def _explain(
                     "a tensor op the script's own line calls was given tensors whose sizes do not fit")
     if exception == "ValueError" and in_data:
         return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35, "a ValueError in data-handling frames"
-    if exception == "ValueError" and raised_in_user_code:
+    if exception == "ValueError" and raised_in_user_code and not _BUILTIN_VALUE_ERROR.search(message):
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
     return None

@@ -66,6 +66,7 @@ OWN_SETS = {
     "blind30": ROOT / "tests" / "triage" / "fixtures" / "blind30",
     "blind32": ROOT / "tests" / "triage" / "fixtures" / "blind32",
     "cpu_blind23": ROOT / "tests" / "fixtures" / "cpu_blind23",
+    "cpu_blind22": ROOT / "tests" / "fixtures" / "cpu_blind22",
 }
 
 

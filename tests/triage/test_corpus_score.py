@@ -95,6 +95,8 @@ SETS = [
     FIXTURES / "blind32",
     # 12 real CPU runs of LLM fine-tuning through Trainer/TRL/PEFT with the team's glue, held out at 75% category
     ROOT / "tests" / "fixtures" / "cpu_blind23",
+    # 12 real CPU runs of teams' own code in other domains (speech, tabular, vision, distillation), held out at 75%
+    ROOT / "tests" / "fixtures" / "cpu_blind22",
 ]
 
 

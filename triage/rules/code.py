@@ -126,6 +126,18 @@ RULES = [
         within=lambda text, frames: _devices_met_in_own_code(frames),
     ),
     rule(
+        "code.batchnorm_single_value",
+        "code_bug",
+        ROOT,
+        ["Expected more than 1 value per channel"],
+        # a batch of one sample (the last, short batch of a shard) reaching BatchNorm in training mode
+        r"Expected more than 1 value per channel when training",
+        ["fix_code", "fix_config"],
+        0.8,
+        "a batch of a single sample reached a BatchNorm layer in training (the last, short batch of a rank's "
+        "shard): drop the last incomplete batch (DataLoader(drop_last=True)) or even out the shards",
+    ),
+    rule(
         "code.device_mismatch",
         "code_bug",
         ROOT,

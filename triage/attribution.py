@@ -6,6 +6,7 @@ import re
 
 from triage.candidates import Candidate
 from triage.collected import Collected
+from triage.launchers import ncclinit
 from triage.rules.exceptions import library_file
 from triage.tracebacks import Traceback
 
@@ -42,6 +43,10 @@ def first_failing_rank(
     if by_pid is not None:
         return by_pid, "the worker pid the error names, in the launcher's table of pids and world ranks"
     if winner.category == "hardware":
+        pci = _PCI.search(winner.text or "")
+        by_bus = ncclinit.rank_of_bus(collected.launcher, pci.group(1), winner.source or "") if pci else None
+        if by_bus is not None:
+            return by_bus, "the rank whose GPU has the PCI bus id the kernel line names, by NCCL's start-up lines"
         # a kernel line (Xid, ECC) names no rank; the one rank whose CUDA calls failed is where it surfaced
         # (its own prefix names the global rank, where a launcher's exit on another node names a local one)
         surfaced = _distinct(item.rank for item in pool if item.category == "cuda_error")
@@ -90,6 +95,7 @@ def first_failing_rank(
     )
 
 
+_PCI = re.compile(r"\bPCI:?\s?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 _PID = re.compile(r"\bpid[=: ]\s?(\d+)|\bProcess (\d+) has")
 
 

@@ -511,3 +511,19 @@ def test_a_describe_of_a_replica_pod_gives_its_oomkilled_state_the_rank_variable
     two = write(tmp_path / "kubectl-describe-rec-worker-2.txt",
                 describe.replace("RANK:         2", "RANK:         4\n[rank5]: Loading checkpoint shards: 100%"))
     assert diagnose([two, write(tmp_path / "rec-master-0.log", master)]).failing_rank != 4
+
+
+def test_an_xids_pci_address_names_the_rank_whose_nccl_start_up_line_has_that_bus_id_on_that_host(tmp_path):
+    def init(host, pid, rank, dev, bus):
+        return (f"[rank{rank}]:{host}:{pid}:{pid + 170} [{dev}] NCCL INFO comm 0x55ae05feeb08 rank {rank} nranks 16 "
+                f"cudaDev {dev} nvmlDev {dev} busId {bus} commId 0x91c3e5d07ab24f18 - Init COMPLETE\n")
+    node0 = tmp_path / "gpu-c21"
+    node1 = tmp_path / "gpu-c22"
+    node0.mkdir()
+    node1.mkdir()
+    (node0 / "console.log").write_text(init("gpu-c21", 51235, 5, 5, "ba000") + init("gpu-c21", 51236, 6, 6, "bb000"))
+    (node1 / "console.log").write_text(init("gpu-c22", 60418, 13, 5, "ba000") + init("gpu-c22", 60419, 14, 6, "bb000"))
+    (node1 / "dmesg.txt").write_text("[Thu Apr 10 02:14:04 2025] NVRM: Xid (PCI:0000:ba:00): 79, pid='<unknown>', "
+                                     "name=<unknown>, GPU has fallen off the bus.\n")
+    result = diagnose([node0, node1])
+    assert (result.category, result.failing_rank) == ("hardware", 13)

@@ -67,6 +67,9 @@ OWN_SETS = {
     "blind32": ROOT / "tests" / "triage" / "fixtures" / "blind32",
     "cpu_blind23": ROOT / "tests" / "fixtures" / "cpu_blind23",
     "cpu_blind22": ROOT / "tests" / "fixtures" / "cpu_blind22",
+    "blind33": ROOT / "tests" / "triage" / "fixtures" / "blind33",
+    "blind26": ROOT / "tests" / "triage" / "fixtures" / "blind26",
+    "blind29": ROOT / "tests" / "triage" / "fixtures" / "blind29",
 }
 
 

@@ -97,6 +97,12 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind23",
     # 12 real CPU runs of teams' own code in other domains (speech, tabular, vision, distillation), held out at 75%
     ROOT / "tests" / "fixtures" / "cpu_blind22",
+    # a thirty-third blind set (22 multi-node forms, every culprit past node 0), held out at 77% rank
+    FIXTURES / "blind33",
+    # the twenty-sixth (24 forms of 2025-2026 releases, held out at 62% category) and the twenty-ninth (18 threads,
+    # the previous round's final measure, 94%), in once later general changes cleared every bar on them
+    FIXTURES / "blind26",
+    FIXTURES / "blind29",
 ]
 
 

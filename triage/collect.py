@@ -355,7 +355,7 @@ class Collector:
         """A Kubernetes job's replica pod running one process (a PyTorchJob without a launcher inside): once the
         pod's stream has named one rank ("[rank2] ...", "rank=2"), its unranked lines are that rank's; a pod
         that names two ranks runs several processes and lends none."""
-        pod = _POD_TAG.match(text)
+        pod = _POD_TAG.search(text, 0, 200) if "[pod/" in text[:200] else None
         if pod:
             key = (source, pod.group(1))
         elif source in self._pod_sources:

@@ -498,6 +498,9 @@ def test_a_one_process_replica_pod_lends_the_rank_its_environment_names_to_its_u
     ])
     result = diagnose([write(tmp_path / "kubectl-logs-all.txt", log)])
     assert (result.category, result.failing_rank) == ("version_mismatch", 2)
+    # the pod tag read behind a collector's own lead as well
+    led = "".join(f"trainer-1  | {line}\n" for line in log.splitlines())
+    assert diagnose([write(tmp_path / "led.txt", led)]).failing_rank == 2
 
 
 def test_a_describe_of_a_replica_pod_gives_its_oomkilled_state_the_rank_variable_printed_below_it(tmp_path):

@@ -139,11 +139,10 @@ def _oom_killed_rank(collected: Collected) -> int | None:
 
 
 def _srun_oom_task(collected: Collected) -> int | None:
-    """srun's "task N: Out Of Memory" for one task, where srun started the ranks themselves (no launcher per
-    node: then a task is a node)."""
+    """srun's "task N: Out Of Memory" for one task, where srun started the ranks themselves (where it started a
+    launcher per node, the collector took its tasks for nodes and they name no rank)."""
     launcher = collected.launcher
-    if collected.srun_tasks_are_nodes or "srun-node" in collected.prefix_styles or any(
-            name in launcher.launchers for name in ("torchrun", "deepspeed", "accelerate")):
+    if any(name in launcher.launchers for name in ("torchrun", "deepspeed", "accelerate")):
         return None
     tasks = _distinct(item.rank for item in launcher.exits if "Out Of Memory" in (item.text or ""))
     return tasks[0] if len(tasks) == 1 else None
@@ -290,11 +289,19 @@ def _places(pool: list[Candidate]) -> dict[int, set[tuple[str, int]]]:
     for item in pool:
         if item.category != "nccl_timeout" or item.rank is None or item.traceback is None:
             continue
-        own = [frame for frame in item.traceback.frames if not library_file(str(frame.get("file", "")))]
-        if own:
-            name = str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1]  # nodes may run other copies
-            place_of.setdefault(item.rank, set()).add((name, int(own[-1].get("line") or 0)))
+        place = _own_place(item.traceback)
+        if place is not None:
+            place_of.setdefault(item.rank, set()).add(place)
     return place_of
+
+
+def _own_place(tb: Traceback) -> tuple[str, int] | None:
+    """The script's own innermost frame of a traceback: its file name (nodes may run other copies of the
+    script from other folders) and line."""
+    own = [frame for frame in tb.frames if not library_file(str(frame.get("file", "")))]
+    if not own:
+        return None
+    return str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1], int(own[-1].get("line") or 0)
 
 
 def _script_places(collected: Collected, ranks: list[int]) -> dict[int, set[tuple[str, int]]]:
@@ -304,13 +311,7 @@ def _script_places(collected: Collected, ranks: list[int]) -> dict[int, set[tupl
     for tb in collected.tracebacks:
         if tb.rank in ranks and tb.frames:
             last[tb.rank] = tb
-    place_of: dict[int, set[tuple[str, int]]] = {}
-    for rank, tb in last.items():
-        own = [frame for frame in tb.frames if not library_file(str(frame.get("file", "")))]
-        if own:
-            name = str(own[-1].get("file")).replace("\\", "/").rsplit("/", 1)[-1]
-            place_of[rank] = {(name, int(own[-1].get("line") or 0))}
-    return place_of
+    return {rank: {place} for rank, tb in last.items() if (place := _own_place(tb)) is not None}
 
 
 def _diverged(place_of: dict[int, set[tuple[str, int]]], reporters: list[int]) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from triage import decorations, faultstacks, grepscan, launchers, nodeoffsets, rules, timestamps
 from triage.collected import Collected, Hit
+from triage.commandline import parse_script, srun_per_node
 from triage.errorfiles import read_error_file
 from triage.launchers import composer, raytrain
 from triage.progress import PHASE_LOADING, record_progress
@@ -22,7 +23,6 @@ from triage.tracebacks import HEADER, Assemblers, Traceback, TracebackAssembler,
 MAX_HITS = 5000
 MAX_TRACEBACKS = 2000
 OPEN_TRACEBACK_FOLLOW = 40  # lines read unconditionally after a line of a rank with a traceback open
-_SRUN_STARTS_LAUNCHER = re.compile(r"\s(?:torchrun|accelerate launch|deepspeed|python3? -m torch\.distributed\.run)\s")
 # `kubectl logs --prefix`: "[pod/<job>-worker-1/<container>] " before every line of that pod
 _POD_TAG = re.compile(r"\[pod/([\w.\-]{1,120})/[\w.\-]{1,60}\]\s")
 _RANK_ENV = re.compile(r"(?<![A-Za-z_])RANK[=:]\s{0,12}(\d{1,6})\b")
@@ -40,7 +40,7 @@ EXTRA_LITERALS = (
     "Loading checkpoint shards",
     "RANK=",  # a replica pod's environment printed (see _pod_stream_rank)
     "RANK:",
-    "+ srun ",  # a batch script traced with `set -x`: the srun line it ran (see _traced_srun)
+    "+ srun ",  # a batch script traced with `set -x`: the srun line it ran (srun_per_node)
     "ERROR",  # a logger's error line: a traceback logged under it is its rank's (see _logged_traceback_rank)
     "exception",
     "The above exception",
@@ -86,7 +86,6 @@ class Collector:
         )
         self.nproc = nproc_per_node
         self.srun_labels_are_nodes = srun_labels_are_nodes  # srun started one launcher per node: "1: " is node 1
-        self.out.srun_tasks_are_nodes = srun_labels_are_nodes
         self.node_layout = node_layout or {}  # {node: (first global rank, processes)} when nodes differ
         # (by source name, by host): where a node's local ranks start, from its agent's failure table
         self.node_offsets = node_offsets
@@ -194,9 +193,9 @@ class Collector:
         text = clean_line(raw)
         if not text:
             return 0
-        if text.startswith("+ srun ") and _SRUN_STARTS_LAUNCHER.search(text):
+        if text.startswith("+ srun ") and srun_per_node(parse_script(text[2:])):
             # the batch script's own trace: srun starts one launcher per node, so its labels are nodes
-            self.srun_labels_are_nodes = self.out.srun_tasks_are_nodes = True
+            self.srun_labels_are_nodes = True
         prefixed = split_prefix(text)
         if prefixed.style:
             out.prefix_styles.add(prefixed.style)
@@ -375,7 +374,12 @@ class Collector:
 
     def finish(self) -> Collected:
         """What was collected, with the lines of a one-process replica pod printed before its rank was named
-        (a describe's OOMKilled state above its RANK variable) given that rank."""
+        (a describe's OOMKilled state above its RANK variable) given that rank, and srun's `task N` records
+        taken for nodes where srun started one launcher per node."""
+        if self.srun_labels_are_nodes:
+            for item in self.out.launcher.exits:
+                if "srun: error:" in (item.text or ""):
+                    item.rank = None
         for (source, pod), rank in self._pod_rank.items():
             if rank < 0:
                 continue

@@ -45,7 +45,6 @@ class Collected:
     launcher: launchers.LauncherFacts = field(default_factory=launchers.LauncherFacts)
     tracks: dict[int, RankTrack] = field(default_factory=dict)
     prefix_styles: set[str] = field(default_factory=set)
-    srun_tasks_are_nodes: bool = False  # srun started one launcher per node: its labels and tasks are nodes
     sources: list[str] = field(default_factory=list)
     error_files: list[dict] = field(default_factory=list)
     bare_exceptions: list[dict] = field(default_factory=list)  # exception lines outside any traceback

@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from triage.sources import files_under
+
 TAIL_BYTES = 64 * 1024
 MAX_FILES = 400
 _PLAIN = re.compile(r"\.(?:log|txt|out|err)(?:\.\d{1,4})?$|^[^.]+$", re.IGNORECASE)
@@ -69,24 +71,16 @@ def _agreed(found: dict[str, set[int]]) -> dict[str, int]:
 
 
 def _plain_files(paths: Sequence[str | Path], names: Mapping[str, str]):
+    """The given plain-text logs, and those in the given folders, with the names the sources give them."""
     count = 0
     for raw in paths:
         path = Path(str(raw))
         display = names.get(str(raw)) or path.name or str(path)
-        if path.is_file():
-            if _PLAIN.search(path.name):
-                count += 1
-                yield path, display
-        elif path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                for name in sorted(files):
-                    full = Path(root) / name
-                    if not _PLAIN.search(name) or full.is_symlink():
-                        continue
-                    count += 1
-                    if count > MAX_FILES:
-                        return
-                    yield full, f"{display}/{full.relative_to(path).as_posix()}"
-        if count > MAX_FILES:
-            return
+        found = [(path, display)] if path.is_file() else files_under(path, display) if path.is_dir() else []
+        for full, shown in found:
+            if not _PLAIN.search(full.name):
+                continue
+            count += 1
+            if count > MAX_FILES:
+                return
+            yield full, shown

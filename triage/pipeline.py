@@ -16,6 +16,7 @@ from triage.commandline import (
     node_offset,
     parse_command,
     parse_script,
+    srun_per_node,
     with_launcher_config,
 )
 from triage.commandline.files import named_files
@@ -65,20 +66,12 @@ def diagnose(
         command_world = sum(count for _, count in layout.values())
     default_world = shape.world if shape and not shape.stated else None  # bare torchrun: 1, unless logs say more
     memory = memory_module.MemorySeriesCollector()
-    # `srun --label torchrun ...`: srun starts one launcher per node, so its task label is the node, not a rank
-    srun_nodes = script is not None and any(
-        "srun" in launch.wrappers and launch.launcher in ("torchrun", "accelerate", "deepspeed")
-        for launch in script.launches)
     collector = Collector(memory, tuple(getattr(memory, "LITERALS", ())), nproc, layout,
-                          srun_labels_are_nodes=srun_nodes, node_offsets=node_offsets(paths, names))
+                          srun_labels_are_nodes=script is not None and srun_per_node(script),
+                          node_offsets=node_offsets(paths, names))
     for source in open_sources(paths, limits, names):
         collector.add(source)
     collected = collector.finish()
-    if collected.srun_tasks_are_nodes:
-        # srun's "task N" is then the node that launcher ran on, not a rank
-        for item in collected.launcher.exits:
-            if "srun: error:" in (item.text or ""):
-                item.rank = None
     # one node's own launch line: its launcher's local ranks start at that node's first global rank
     collected.launcher.resolve_ranks(node_offset(parsed) if parsed and not layout else 0)
     world_size = _world_size(collected, command_world, default_world)
@@ -170,6 +163,13 @@ def _build(
     )
 
 
+def _read_as(winner, meant):
+    """The winner under another reading (category, fixes, summary), or as it was when there is none."""
+    if meant is None:
+        return winner
+    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
+
+
 def _reread(winner, verdict: Verdict, command: str | None):
     """The winner, reinterpreted by what the launch command shows: a parse error in the config file it
     names, a division by a setting it gives as 0."""
@@ -185,9 +185,7 @@ def _reread(winner, verdict: Verdict, command: str | None):
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
-    if meant is None:
-        return winner
-    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
+    return _read_as(winner, meant)
 
 
 def _reread_by_world(winner, verdict: Verdict, world_size: int | None):
@@ -196,9 +194,7 @@ def _reread_by_world(winner, verdict: Verdict, world_size: int | None):
         return winner
     meant = config_rules.rank_beyond_prepared_parts(verdict.exception, verdict.message, verdict.failing_rank,
                                                     world_size)
-    if meant is None:
-        return winner
-    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
+    return _read_as(winner, meant)
 
 
 def _reread_by_hints(winner, collected):
@@ -206,9 +202,7 @@ def _reread_by_hints(winner, collected):
     if winner is None:
         return None
     meant = rereads.reread(winner.rule_id, winner.category, {hit.rule.id for hit in collected.hits})
-    if meant is None:
-        return winner
-    return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
+    return _read_as(winner, meant)
 
 
 def _launcher(collected, command) -> str:

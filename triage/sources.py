@@ -37,6 +37,8 @@ _NAME_RANK = re.compile(r"(?:rank|process|proc|worker|gpu|driver_log)[_\-.]?(\d{
 # a Kubernetes job's replica pod ("llama-ft-worker-1", "kubectl-logs-job-master-0.txt"): one node's launcher with
 # all of its ranks, not a rank
 _POD_REPLICA = re.compile(r"[-_.](?:master|worker|launcher)-\d{1,4}(?:\.[A-Za-z]{1,5})?$", re.IGNORECASE)
+
+
 def is_pod_replica(name: str) -> bool:
     """A log named for a Kubernetes job's replica pod ("llama-ft-worker-1.log")."""
     return bool(_POD_REPLICA.search(name.replace("\\", "/").rsplit("/", 1)[-1]))
@@ -134,7 +136,7 @@ def make_source(name: str, stream: BinaryIO) -> Source:
     if match:
         source.local_rank_hint = int(match.group(1))
     else:
-        named = None if _POD_REPLICA.search(base) else _NAME_RANK.search(base)
+        named = None if is_pod_replica(base) else _NAME_RANK.search(base)
         if named:
             source.rank_hint = int(named.group(1))
     node = _NODE.search(clean)
@@ -190,16 +192,20 @@ def _rotations_in_order(paths: list, shown) -> list:
     return out
 
 
-def _walk(folder: Path, display: str, limits: Limits) -> Iterator[Source]:
-    count = 0
+def files_under(folder: Path, display: str) -> Iterator[tuple[Path, str]]:
+    """The plain files of a folder in reading order (a rotated log's older files first), each with the name the
+    sources give it: the folder's shown name, then the path inside it. Links are never followed."""
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for file_name in sorted(files, key=rotation_order):
             full = Path(root) / file_name
             if file_name in _SKIP or full.is_symlink() or not full.is_file():
                 continue
-            count += 1
-            if count > limits.max_members:
-                raise InputRejected(f"folder {display} has more than {limits.max_members} files", code="too_many_members")
-            relative = full.relative_to(folder).as_posix()
-            yield from _open_file(full, f"{display}/{relative}", limits, depth=0)
+            yield full, f"{display}/{full.relative_to(folder).as_posix()}"
+
+
+def _walk(folder: Path, display: str, limits: Limits) -> Iterator[Source]:
+    for count, (full, name) in enumerate(files_under(folder, display), start=1):
+        if count > limits.max_members:
+            raise InputRejected(f"folder {display} has more than {limits.max_members} files", code="too_many_members")
+        yield from _open_file(full, name, limits, depth=0)

@@ -11,12 +11,13 @@ from .world import (
     launch_shape,
     node_layout,
     node_offset,
+    srun_per_node,
     with_launcher_config,
     world_size,
 )
 
 __all__ = [
     "Flag", "LaunchCommand", "LaunchShape", "Rewrite", "Script", "Token", "TokenLine", "check", "job_world",
-    "launch_shape", "node_layout", "node_offset", "normalise_key", "parse_command", "parse_script", "quote_like", "tokenize", "unified_diff",
-    "unparse", "with_launcher_config", "world_size",
+    "launch_shape", "node_layout", "node_offset", "normalise_key", "parse_command", "parse_script", "quote_like", "srun_per_node", "tokenize",
+    "unified_diff", "unparse", "with_launcher_config", "world_size",
 ]

@@ -131,6 +131,13 @@ def node_offset(cmd: LaunchCommand) -> int:
     return node * per_node
 
 
+def srun_per_node(script) -> bool:
+    """srun starts a launcher (torchrun, accelerate, deepspeed) on each node: its task labels and `task N` lines
+    then name nodes, not ranks."""
+    return any("srun" in cmd.wrappers and cmd.launcher in ("torchrun", "accelerate", "deepspeed")
+               for cmd in script.launches)
+
+
 def node_layout(script) -> dict[int, tuple[int, int]] | None:
     """One torchrun line per node (`--node_rank N`), with their own process counts: {node: (first global
     rank, processes)}. None unless at least two nodes' lines state both."""

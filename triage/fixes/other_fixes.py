@@ -48,12 +48,14 @@ def fix_numerics(ctx, kind: str) -> dict:
     cmd = edits.cmd
     notes = []
     fp16, _ = lookup(ctx, cmd, ("fp16",))
+    fp16_flag = fp16 is not None and fp16.lower() in ("true", "1")
     name, ds = deepspeed_config(ctx, cmd)
-    if (fp16 is not None and fp16.lower() in ("true", "1")) or not ctx.command:
+    ds_fp16 = bool(ds) and (ds.get("fp16") or {}).get("enabled") is True
+    if fp16_flag or not ctx.command:
         edits.set(("fp16",), False)
         edits.set(("bf16",), True)
         notes.append("bf16 has fp32's exponent range, so the loss scale cannot underflow (needs Ampere or newer)")
-    if ds and (ds.get("fp16") or {}).get("enabled") is True:
+    if ds_fp16:
         edits.patch_config(name, "fp16.enabled", False)
         edits.patch_config(name, "bf16.enabled", True)
     lr, _ = lookup(ctx, cmd, ("learning_rate", "lr"))
@@ -66,8 +68,7 @@ def fix_numerics(ctx, kind: str) -> dict:
         notes.append(f"learning rate {lr} -> {new_lr}")
     if (is_hf_style(cmd, ctx) or not ctx.command) and cmd.flag("max_grad_norm") is None:
         edits.set(("max_grad_norm",), 1.0)
-    half = (fp16 is not None and fp16.lower() in ("true", "1")) or bool(ds and (ds.get("fp16") or {}).get("enabled")) \
-        or re.search(r"loss scal|fp16|half", evidence_text(ctx), re.IGNORECASE) is not None
+    half = fp16_flag or ds_fp16 or re.search(r"loss scal|fp16|half", evidence_text(ctx), re.IGNORECASE) is not None
     why = ("The loss overflowed until the fp16 loss scale hit its minimum (or turned NaN)." if half else
            "The loss or the gradients became non-finite (NaN or inf): a step too large for the weights, or values "
            "the loss cannot take.")

@@ -21,10 +21,7 @@ _INIT = re.compile(r"^([\w.\-]+):(\d+):\d+ \[\d+\] NCCL INFO (?:ncclCommInitRank
 
 
 def feed(facts, source: str, lineno: int, text: str, rank):
-    stripped = text.strip()
-    match = _INIT.search(stripped)
-    if match is None and "] NCCL INFO " in stripped:
-        match = _INIT.search(stripped[stripped.find("]:") + 2:] if stripped.startswith("[") else stripped)
+    match = _INIT.search(text.strip())
     if match is None:
         return 0
     host, pid, global_rank, ranks = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))

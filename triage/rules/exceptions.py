@@ -257,7 +257,7 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
     (re.compile(r"transformers[/\\.]models[/\\.]\w+[/\\.]configuration_\w+"), "version_mismatch", ["pin_versions"]),
     (re.compile(r"modeling_utils|from_pretrained|safetensors|configuration_utils|hub\.py|file_download|"
                 # a fine-tuning library's checkpoint readers (torchtune's checkpointer, a converter's)
-                r"checkpointing[/\\]_checkpointer|_checkpointer\.py|convert_checkpoint|checkpoint_utils"),
+                r"_checkpointer\.py|convert_checkpoint|checkpoint_utils"),
      "model_load", ["fix_path", "fix_config"]),
     # torch.distributed's checkpointing and sharding APIs are loading and configuration, not communication
     (re.compile(r"torch[/.]distributed[/.]checkpoint"), "model_load", ["fix_path", "fix_config"]),

@@ -17,13 +17,14 @@ def _names_differ(text: str, frames: list[dict]):
     missing = _MISSING_KEYS.search(text)
     if missing and "Unexpected key(s)" not in text:
         indices = [re.search(r"\.(\d+)\.", key) for key in re.findall(r'"([^"]+)"', missing.group(1))]
-        if indices and all(indices) and min(int(index.group(1)) for index in indices) >= 1:
+        first = min(int(index.group(1)) for index in indices) if indices and all(indices) else 0
+        if first >= 1:
             # only whole layers past the checkpoint's last are missing: the model was built deeper than the
             # weights were saved (a config that does not belong to these weights)
             return ("model_load", ("fix_path", "fix_config"),
-                    "the model is built with more layers than the checkpoint holds (only layers from "
-                    f"{min(int(index.group(1)) for index in indices)} on are missing): point at the weights saved "
-                    "with this config, or set the config's depth to the checkpoint's")
+                    f"the model is built with more layers than the checkpoint holds (only layers from {first} on "
+                    "are missing): point at the weights saved with this config, or set the config's depth to the "
+                    "checkpoint's")
     return ("model_load", ("fix_code", "fix_path"),
             "the checkpoint's parameter names do not match the model's: it was saved from another model class "
             "or under a wrapper's prefix (`module.`, `_orig_mod.`), or the path points at another checkpoint")

@@ -108,7 +108,7 @@ def _build(
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
     winner = _reread(verdict.candidate, verdict, command)
     winner = _reread_by_world(winner, verdict, world_size)
-    winner = _reread_by_hints(winner, collected)
+    winner = _reread_by_hints(winner, collected, verdict.failing_rank)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -181,11 +181,27 @@ def _reread(winner, verdict: Verdict, command: str | None):
         frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
         configs, data = named_files(cmd)
         meant = config_rules.unreadable_config(verdict.exception, exception_rules.reading_data(frames), configs, data)
+    elif winner.rule_id == "config.ranks_built_different_models":
+        meant = config_rules.models_differ_on_one_node(winner.rule_id, _one_node(cmd, command))
     elif winner.category == "code_bug":
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
     return _read_as(winner, meant)
+
+
+_LAUNCH_LINE = re.compile(r"^\s*(?:\S+=\S+\s+)*(?:torchrun|accelerate\s+launch|deepspeed|srun|python3?\s+-m\s+torch)",
+                          re.MULTILINE)
+
+
+def _one_node(cmd, command: str) -> int | None:
+    """1 where the command is one launch that states its process count and runs one node; else None."""
+    shape = launch_shape(cmd)
+    if len(_LAUNCH_LINE.findall(command)) != 1 or not shape.stated or shape.nodes != 1:
+        return None
+    if cmd.launcher not in ("torchrun", "accelerate", "deepspeed") or cmd.wrappers:
+        return None
+    return 1
 
 
 def _reread_by_world(winner, verdict: Verdict, world_size: int | None):
@@ -197,11 +213,13 @@ def _reread_by_world(winner, verdict: Verdict, world_size: int | None):
     return _read_as(winner, meant)
 
 
-def _reread_by_hints(winner, collected):
-    """The winner, reinterpreted by a hint line elsewhere in the log (rules/rereads.py)."""
+def _reread_by_hints(winner, collected, failing_rank: int | None):
+    """The winner, reinterpreted by a hint line elsewhere in the log, or on the first failing rank's own
+    lines (rules/rereads.py)."""
     if winner is None:
         return None
-    meant = rereads.reread(winner.rule_id, winner.category, {hit.rule.id for hit in collected.hits})
+    own = {hit.rule.id for hit in collected.hits if failing_rank is not None and hit.rank == failing_rank}
+    meant = rereads.reread(winner.rule_id, winner.category, {hit.rule.id for hit in collected.hits}, own)
     return _read_as(winner, meant)
 
 
@@ -397,6 +415,10 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         # may have come from that rank's batch (a value the transform cannot take, an empty sequence pooled to
         # 0/0), so that rank's data is checked next after the numerics
         kinds = [*kinds[:1], "fix_data_file", *kinds[1:]]
+        if _FIRST_STEP.search(verdict.message or ""):
+            # at the first step no update has touched the weights yet: no learning rate or optimizer made the
+            # value, so the rank's batch (labels all masked, a value the model cannot take) comes first
+            kinds = ["fix_data_file", *[kind for kind in kinds if kind != "fix_data_file"]]
     for kind in DEFAULT_FIXES.get(winner.category, []):
         if kind not in kinds:
             kinds.append(kind)
@@ -408,15 +430,21 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
     return _by_evidence(out, winner, collected, command)
 
 
+_FIRST_STEP = re.compile(r"\b(?:step|iteration|iter|batch)[ =:#]{0,3}0\b(?!\.)|\bfirst (?:step|batch|iteration)\b",
+                         re.IGNORECASE)
+
+
 def _one_rank_went_non_finite(collected, verdict: Verdict, world_size: int | None) -> bool:
     """The failing rank is the only rank of several that reported a numerical failure."""
     rank = verdict.failing_rank
     if rank is None or max(len(collected.tracks), world_size or 0) < 2:
         return False
     numerical = {hit.rank for hit in collected.hits if hit.rule.category == "numerical"}
+    # (a peer's "Connection closed by peer" is a RuntimeError too: the cascade of the failure, not another one)
+    cascades = {(hit.source, hit.line) for hit in collected.cascades}
     numerical |= {tb.rank for tb in collected.tracebacks
-                  if tb.rank is not None and (verdict.root_traceback is None or tb.exception ==
-                                             verdict.root_traceback.exception)}
+                  if tb.rank is not None and (tb.source, tb.exc_line) not in cascades
+                  and (verdict.root_traceback is None or tb.exception == verdict.root_traceback.exception)}
     return numerical - {None} == {rank}
 
 

@@ -30,7 +30,7 @@ def _diagnose(tmp_path, text, command):
 
 
 @pytest.mark.parametrize("flag", ["--config sweep/overrides.json", "--deepspeed ds_zero2.json",
-                                  "--cfg-file=conf/run.yaml"])
+                                  "--cfg-file=conf/run.json"])
 def test_a_parse_error_with_only_a_config_file_passed_is_the_configs(tmp_path, flag):
     result = _diagnose(tmp_path, PARSE_ERROR, f"torchrun --nproc_per_node 2 run_pretrain.py {flag} --steps 9")
     assert result.category == "config_invalid"
@@ -45,6 +45,12 @@ def test_a_parse_error_with_only_a_config_file_passed_is_the_configs(tmp_path, f
 ])
 def test_a_parse_error_is_the_datas_when_the_command_names_data_or_no_config(tmp_path, command):
     assert _diagnose(tmp_path, PARSE_ERROR, command).category == "data_corrupt"
+
+
+def test_a_json_error_with_only_a_yaml_config_passed_is_not_the_configs(tmp_path):
+    # YAML parsers raise their own errors: the JSON that failed is a file the script reads, not the yaml
+    result = _diagnose(tmp_path, PARSE_ERROR, "torchrun --nproc_per_node 2 run_pretrain.py --config conf/run.yaml")
+    assert result.category == "data_corrupt"
 
 
 def test_a_parse_error_inside_dataset_loading_stays_the_datas(tmp_path):

@@ -67,6 +67,19 @@ def test_the_raising_library_decides_when_words_do_not(tmp_path):
     assert exceptions.explain("RuntimeError", "it broke", frames)[0] == "rendezvous"
 
 
+def test_zero3_partitioning_a_quantized_weight_is_a_combination_of_settings():
+    site = "/venv/lib/python3.10/site-packages/"
+    loading = [{"file": "/home/me/qlora.py", "line": 229, "function": "train"},
+               {"file": site + "transformers/quantizers/quantizer_bnb_4bit.py", "line": 214,
+                "function": "create_quantized_param"}]
+    zero3 = {"file": site + "deepspeed/runtime/zero/partition_parameters.py", "line": 1128,
+             "function": "all_gather_coalesced"}
+    message = "expected there to be only one unique element in <generator object at 0x7f>"
+    assert exceptions.explain("RuntimeError", message, [*loading, zero3])[0] == "config_invalid"
+    # ZeRO-3 alone, with no quantized weight in the traceback, is not read this way
+    assert (exceptions.explain("RuntimeError", message, [loading[0], zero3]) or ("",))[0] != "config_invalid"
+
+
 @pytest.mark.parametrize(
     "text, exception",
     [
@@ -662,3 +675,21 @@ def test_pythons_own_value_errors_at_the_scripts_line_are_not_its_checks():
     assert found is None or found[0] != "config_invalid"
     # int('') of a setting read at the script's line stays the setting's
     assert exceptions.explain("ValueError", "invalid literal for int() with base 10: ''", own)[0] == "config_invalid"
+
+
+def test_a_frameworks_source_checkout_is_library_code_not_the_users():
+    assert exceptions.library_file("/opt/NeMo/nemo/lightning/resume.py")
+    assert exceptions.library_file("/workspace/LLaMA-Factory/src/llamafactory/train/sft/workflow.py")
+    assert not exceptions.library_file("/home/me/nemo-experiments/train.py")
+    assert not exceptions.library_file("/home/me/proj/train_trl.py")
+
+
+def test_a_checkpoint_loader_refusing_its_input_is_model_loading():
+    frames = [{"file": "/opt/NeMo/nemo/lightning/resume.py", "line": 152, "function": "setup"},
+              {"file": "/opt/NeMo/nemo/lightning/pytorch/strategies/megatron_strategy.py", "line": 1048,
+               "function": "load_checkpoint"},
+              {"file": "/opt/megatron-lm/megatron/core/dist_checkpointing/dict_utils.py", "line": 224,
+               "function": "merge"}]
+    found = exceptions.explain("ValueError", "Different dict keys encountered (dict_keys(['a']) vs dict_keys(['b']))",
+                               frames)
+    assert found[:2] == ("model_load", ["fix_path", "fix_config"])

@@ -169,6 +169,33 @@ def test_it_corrects_the_deepspeed_batch_contradiction():
                                           "gradient_accumulation_steps": 8}
 
 
+@pytest.mark.parametrize("where", ["flag", "config"])
+def test_it_drops_a_worker_only_loader_option_where_the_job_sets_it(where):
+    message = "ValueError: persistent_workers option needs num_workers > 0"
+    if where == "flag":
+        command = "torchrun --nproc_per_node 2 sft.py --dataloader_num_workers 0 --dataloader_persistent_workers true"
+        one = fix("fix_config", "config_invalid", command, message=message)
+        assert "--dataloader_persistent_workers false" in one["command"].lower()
+    else:
+        configs = {"sft.yaml": {"dataloader_num_workers": 0, "dataloader_persistent_workers": True}}
+        one = fix("fix_config", "config_invalid", "torchrun --nproc_per_node 2 sft.py sft.yaml", configs=configs,
+                  message=message)
+        assert one["config"]["sft.yaml"] == {"dataloader_num_workers": 0, "dataloader_persistent_workers": False}
+    assert one["check"]["passed"]
+
+
+def test_it_keeps_one_activation_checkpointing_switch():
+    configs = {"fsdp.yaml": {"distributed_type": "FSDP",
+                             "fsdp_config": {"fsdp_activation_checkpointing": True, "fsdp_use_orig_params": True}}}
+    message = ("torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: Recomputed values for the following "
+               "tensors have different metadata than during the forward pass.")
+    one = fix("fix_config", "config_invalid", "accelerate launch --config_file fsdp.yaml sft.py", configs=configs,
+              message=message)
+    assert one["config"]["fsdp.yaml"]["fsdp_config"]["fsdp_activation_checkpointing"] is False
+    plain = fix("fix_config", "config_invalid", "torchrun --nproc_per_node 2 sft.py", message=message)
+    assert "changes" in plain and not plain["changes"] and "use_reentrant" in plain["notes"][0]
+
+
 def test_it_swaps_bf16_for_fp16_on_an_old_gpu():
     one = fix("fix_config", "config_invalid", "python t.py --bf16 True",
               message="ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU")

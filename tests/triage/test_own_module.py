@@ -118,6 +118,27 @@ def test_a_refused_pickled_class_is_torchs_new_default_not_a_damaged_file(tmp_pa
         assert [fix["kind"] for fix in result.fixes][:2] == ["fix_code", "pin_versions"]
 
 
+ZIP_CUT = """\
+Traceback (most recent call last):
+  File "/opt/lab/prep_ddp.py", line 88, in {function}
+    blob = torch.load(where)
+  File "/env/lib/python3.11/site-packages/torch/serialization.py", line 1568, in load
+    with _open_zipfile_reader(opened_file) as opened_zipfile:
+RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory
+"""
+
+
+@pytest.mark.parametrize("function, category", [
+    ("load_tokens", "data_corrupt"),
+    ("load_shard", "data_corrupt"),
+    ("restore_checkpoint", "model_load"),
+])
+def test_a_cut_torch_file_the_script_reads_as_rows_is_its_data(tmp_path, function, category):
+    # the same unreadable zip is a damaged data cache where the script's function loads rows, tokens or a
+    # shard, and a damaged checkpoint where it restores one
+    assert _diagnose(tmp_path, ZIP_CUT.format(function=function)).category == category
+
+
 @pytest.mark.parametrize("line, category, first_fix", [
     ("ImportError: cannot import name 'load_dataset' from 'datasets' (/home/ci/job7/datasets.py)",
      "code_bug", "fix_path"),

@@ -714,8 +714,8 @@ def test_two_gpus_tensors_meeting_in_the_scripts_module_are_its_code_and_in_a_li
 def test_a_loss_non_finite_on_one_rank_only_puts_that_ranks_data_next_to_the_numerics(tmp_path):
     def nan(rank: int) -> str:
         return _traceback(rank, [(OWN.format(line=68, function="main"), "raise FloatingPointError(msg)")],
-                          f"FloatingPointError: non-finite loss at step 0 on rank {rank}: spend=nan")
-    progress = "".join(f"[rank{r}]: step 0 batch loaded\n" for r in range(4))
+                          f"FloatingPointError: non-finite loss at step 57 on rank {rank}: spend=nan")
+    progress = "".join(f"[rank{r}]: step 57 batch loaded\n" for r in range(4))
     command = "torchrun --nproc_per_node 4 fit_churn.py"
     one = _run(tmp_path, progress + nan(3), command=command, name="one.log")
     assert one.category == "numerical" and one.failing_rank == 3
@@ -745,3 +745,111 @@ def test_a_scripts_key_value_counters_saying_it_kept_nothing_put_the_filters_lim
     assert kept_none.fixes[0]["kind"] == "fix_config"
     kept_some = _run(tmp_path, "[proc 1] shards=['reports-01.jsonl'] kept=10 dropped_long=0\n" + empty, name="b.log")
     assert kept_some.fixes[0]["kind"] != "fix_config"
+
+
+def _empty_shard_run(tmp_path, empty_rank: int, stalled_rank: int):
+    """Per-rank folders as torchrun --log-dir writes them: every rank reports its rows, the stalled rank raises
+    nothing and the others time out in the gradient all-reduce."""
+    for rank in range(3):
+        folder = tmp_path / "logs" / "attempt_0" / str(rank)
+        folder.mkdir(parents=True)
+        rows = 0 if rank == empty_rank else 72
+        (folder / "stdout.log").write_text(f"[07:12:03] worker {rank}: loaded {rows} rows from part-{rank}.jsonl\n")
+        err = "" if rank == stalled_rank else (
+            f"[rank{rank}]: Traceback (most recent call last):\n"
+            f'[rank{rank}]:   File "/jobs/lm/loop.py", line 77, in <module>\n'
+            f"[rank{rank}]:     loss.backward()\n"
+            f"[rank{rank}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+            "Timed out waiting 20000ms for recv operation to complete\n")
+        (folder / "stderr.log").write_text(err)
+    return diagnose([tmp_path / "logs"])
+
+
+def test_the_stalled_rank_that_read_no_rows_is_an_empty_data_file(tmp_path):
+    result = _empty_shard_run(tmp_path, empty_rank=1, stalled_rank=1)
+    assert (result.category, result.failing_rank) == ("data_corrupt", 1)
+    assert result.fixes[0]["kind"] == "fix_data_file"
+
+
+def test_no_rows_on_a_rank_that_did_reach_the_timeout_leaves_it_a_timeout(tmp_path):
+    result = _empty_shard_run(tmp_path, empty_rank=2, stalled_rank=1)
+    assert (result.category, result.failing_rank) == ("nccl_timeout", 1)
+
+
+DDP_SHAPES = (
+    "[rank1]: Traceback (most recent call last):\n"
+    '[rank1]:   File "/jobs/cls/train.py", line 64, in <module>\n'
+    "[rank1]:     model = DDP(model)\n"
+    "[rank1]: RuntimeError: [1]: params[9] in this process with sizes [7, 64] appears not to match sizes of the "
+    "same param in process 0.\n"
+)
+
+
+def test_models_that_differ_between_ranks_of_one_node_come_from_the_script_and_of_two_nodes_from_a_copy(tmp_path):
+    one_node = _run(tmp_path, DDP_SHAPES, command="torchrun --nproc_per_node 4 train.py --labels_from shard")
+    assert (one_node.category, one_node.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    two_nodes = _run(tmp_path, DDP_SHAPES, name="other.log",
+                     command="torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 --master_addr n0 train.py")
+    assert (two_nodes.category, two_nodes.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    no_command = _run(tmp_path, DDP_SHAPES, name="third.log")
+    assert no_command.category == "config_invalid"
+
+
+def test_a_missing_string_method_called_on_a_records_field_is_the_datas_schema(tmp_path):
+    def run(code, message, name):
+        return _run(tmp_path, _traceback(2, [('File "/jobs/sql/train.py", line 34, in __init__', code)], message),
+                    name=name)
+
+    field = run('self.rows = [r for r in self.rows if len(r["query"].split()) <= limit]',
+                "AttributeError: 'dict' object has no attribute 'split'", "field.log")
+    assert (field.category, field.failing_rank) == ("data_schema", 2)
+    # the same error on the script's own object (not a record's field) stays the script's bug
+    own = run("words = self.vocab.split()", "AttributeError: 'dict' object has no attribute 'split'", "own.log")
+    assert own.category == "code_bug"
+
+
+def test_no_space_while_making_a_workers_semaphore_is_shared_memory_not_the_disk(tmp_path):
+    frames = [('File "/jobs/lm/loop.py", line 137, in <module>', "for ids, labels in loader:"),
+              ('File "/usr/lib/python3.11/multiprocessing/synchronize.py", line 57, in __init__',
+               "sl = self._semlock = _multiprocessing.SemLock(")]
+    shm = _run(tmp_path, _traceback(1, frames, "OSError: [Errno 28] No space left on device"), name="shm.log")
+    assert (shm.category, shm.fixes[0]["kind"]) == ("dataloader_worker", "increase_shm")
+    frames = [('File "/jobs/lm/loop.py", line 210, in save', "torch.save(state, path)")]
+    disk = _run(tmp_path, _traceback(1, frames, "OSError: [Errno 28] No space left on device"), name="disk.log")
+    assert disk.category == "storage"
+
+
+def _one_rank_nan(step: int) -> str:
+    guard = _traceback(2, [('File "/jobs/lm/loop.py", line 144, in <module>',
+                            'raise RuntimeError(f"non-finite loss {loss.item()} at step {step}")')],
+                       f"RuntimeError: non-finite loss nan at step {step}")
+    peers = "".join(_traceback(rank, [('File "/jobs/lm/loop.py", line 145, in <module>', "loss.backward()")],
+                               "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+                               "closed by peer [127.0.0.1]:9111")
+                    for rank in (0, 1))
+    return guard + peers
+
+
+def test_one_ranks_loss_going_nan_before_any_update_puts_its_batch_first(tmp_path):
+    first = _run(tmp_path, _one_rank_nan(0), name="first.log")
+    assert (first.category, first.failing_rank) == ("numerical", 2)
+    assert [fix["kind"] for fix in first.fixes][:2] == ["fix_data_file", "fix_numerics"]
+    # later in training the numerics come first, the rank's data next (the peers' lost connections are not
+    # numerical failures of their own)
+    later = _run(tmp_path, _one_rank_nan(412), name="later.log")
+    assert [fix["kind"] for fix in later.fixes][:2] == ["fix_numerics", "fix_data_file"]
+
+
+def test_a_missing_module_attribute_is_the_scripts_when_its_own_line_asked_for_it(tmp_path):
+    getattr_frame = ('File "/env/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1940, in __getattr__',
+                     """raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")""")
+    message = "AttributeError: 'PairScorer' object has no attribute 'score_head'"
+    own = _run(tmp_path, _traceback(0, [('File "/jobs/rm/scorer.py", line 58, in forward',
+                                         "return self.score_head(h).squeeze(-1)"), getattr_frame], message),
+               name="own.log")
+    assert (own.category, own.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    # one library asking another's module for an attribute it no longer has: the releases disagree
+    library = _run(tmp_path, _traceback(0, [
+        ('File "/env/lib/python3.11/site-packages/peft/tuners/lora/model.py", line 357, in _prepare_model',
+         "self.model.score_head.requires_grad_(False)"), getattr_frame], message), name="lib.log")
+    assert library.category == "version_mismatch"

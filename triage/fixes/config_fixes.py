@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import re
 
-from .common import Edits, as_int, deepspeed_config, evidence_text, is_hf_style, job_world_size, lookup
+from .common import (
+    Edits,
+    as_int,
+    config_values,
+    deepspeed_config,
+    evidence_text,
+    is_hf_style,
+    job_world_size,
+    lookup,
+)
 from .host_fixes import host_memory
 
 _DS_BATCH = re.compile(r"(\d+)\s*!=\s*(\d+)\s*\*\s*(\d+)\s*\*\s*(\d+)")
@@ -24,6 +33,10 @@ def fix_config(ctx, kind: str) -> dict:
         return bf16_unsupported(ctx, kind)
     if ctx.category == "cuda_error" and re.search(r"misaligned|fp16|half", text, re.I):
         return without_fp16(ctx, kind)
+    if _RECOMPUTED.search(text):
+        return one_checkpointing(ctx, kind)
+    if _WORKERLESS.search(text):
+        return workerless_loader(ctx, kind, _WORKERLESS.search(text).group(1))
     edits = Edits(ctx)
     named = re.findall(r"`([\w.]+)`|'([\w.]+)'", text)
     keys = [a or b for a, b in named][:3]
@@ -31,6 +44,51 @@ def fix_config(ctx, kind: str) -> dict:
     notes.append("make the launcher config, the DeepSpeed/FSDP config and the script flags agree on this setting")
     return edits.fix(kind, "Correct the contradictory setting the error names",
                      "The settings given to the job contradict each other or the hardware.", notes=notes)
+
+
+_WORKERLESS = re.compile(r"(persistent_workers|prefetch_factor) option (?:needs num_workers|could only be specified)")
+
+
+def workerless_loader(ctx, kind: str, option: str) -> dict:
+    """A worker-only DataLoader option (persistent workers, prefetch factor) with no worker processes: drop the
+    option where the job sets it (the worker count of 0 may be deliberate: a host short of memory or shm)."""
+    edits = Edits(ctx)
+    keys = {"persistent_workers": ("dataloader_persistent_workers", "persistent_workers"),
+            "prefetch_factor": ("dataloader_prefetch_factor", "prefetch_factor")}[option]
+    value = False if option == "persistent_workers" else None
+    found = edits.set(keys, value, add=False)
+    notes = [f"{option} only applies to worker processes, and the job starts none (num_workers 0)"]
+    if not found:
+        notes.append(f"set {keys[0]} = {value} where the job configures its data loader")
+    notes.append("or give the loader worker processes (dataloader_num_workers 2 or more) if the host has the memory")
+    return edits.fix(kind, f"Drop {option}, which needs data loader workers",
+                     "The data loader refuses a worker-only option when it starts no worker processes.", notes=notes)
+
+
+_RECOMPUTED = re.compile(r"Recomputed values for the following tensors|different number of tensors was saved")
+
+
+def one_checkpointing(ctx, kind: str) -> dict:
+    """Activation checkpointing recomputed a layer unlike its forward: where FSDP's own activation checkpointing
+    is on in a config, turn it off and keep the model's gradient checkpointing (one switch, not two)."""
+    edits = Edits(ctx)
+    notes = []
+    for name, conf in config_values(ctx):
+        section = conf.get("fsdp_config") if isinstance(conf.get("fsdp_config"), dict) else conf
+        prefix = "fsdp_config." if section is not conf else ""
+        for key in ("fsdp_activation_checkpointing", "activation_checkpointing"):
+            if str(section.get(key)).lower() == "true":
+                edits.patch_config(name, prefix + key, False)
+                notes.append(f"{name} turns on FSDP's activation checkpointing ({key}) while the model checkpoints "
+                             "its own layers (gradient_checkpointing): keep one")
+    if not notes:
+        notes.append("turn activation checkpointing on in one place only (the trainer's gradient_checkpointing or "
+                     "FSDP's activation_checkpointing); with FSDP, or where the forward is not deterministic, "
+                     "gradient_checkpointing_kwargs={'use_reentrant': True} avoids recomputing freed parameters")
+    return edits.fix(kind, "Checkpoint activations in one place only",
+                     "Recomputation in backward met a layer that differs from its forward pass; two checkpointing "
+                     "switches at once, or non-reentrant recomputation meeting parameters FSDP has freed, cause it.",
+                     notes=notes)
 
 
 def deepspeed_batch(ctx, kind: str) -> dict:

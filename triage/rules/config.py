@@ -381,6 +381,38 @@ RULES = [
         "sizes in the configuration must divide each other",
     ),
     rule(
+        "config.dataloader_options",
+        "config_invalid",
+        ROOT,
+        ["option needs num_workers", "option could only be specified in multiprocessing", "option should be non-neg",
+         "can only be used with multi-process loading"],
+        # torch's DataLoader refusing its worker settings as given (a yaml's dataloader_persistent_workers or
+        # prefetch factor with no worker processes, a negative count): settings that contradict each other
+        r"persistent_workers option needs num_workers > 0|prefetch_factor option could only be specified in "
+        r"multiprocessing|(?:num_workers|timeout|prefetch_factor) option should be non-negative|"
+        r"multiprocessing_context can only be used with multi-process loading",
+        ["fix_config"],
+        0.8,
+        "the data loader's worker settings contradict each other (persistent workers or a prefetch factor with "
+        "no worker processes, a negative count): set the number of workers above 0 or drop the option",
+    ),
+    rule(
+        "config.recomputation_differs",
+        "config_invalid",
+        ROOT,
+        ["Recomputed values for the following tensors", "different number of tensors was saved"],
+        # torch.utils.checkpoint recomputing a layer that no longer looks as it did in the forward pass: most
+        # often activation checkpointing applied twice (the model's gradient_checkpointing and FSDP's
+        # activation_checkpointing), or non-reentrant recomputation meeting parameters FSDP already freed
+        r"Recomputed values for the following tensors have different metadata|"
+        r"A different number of tensors was saved during the original forward and recomputation",
+        ["fix_config", "fix_code"],
+        0.75,
+        "activation checkpointing recomputed a layer differently from its forward pass: usually checkpointing "
+        "turned on twice (the model's gradient_checkpointing and FSDP's activation_checkpointing) or recomputation "
+        "meeting parameters FSDP has already freed; keep one checkpointing switch on",
+    ),
+    rule(
         "config.flag_conflict",
         "config_invalid",
         ROOT,
@@ -406,11 +438,19 @@ RULES = [
 _PARSE_ERRORS = frozenset({"JSONDecodeError", "ScannerError", "ParserError", "TOMLDecodeError", "YAMLError"})
 
 
+# the config file endings each parser reads (YAMLError and its kin only come from YAML files, and so on)
+_PARSED_AS = {"JSONDecodeError": "json jsonc", "ScannerError": "yaml yml", "ParserError": "yaml yml",
+              "YAMLError": "yaml yml", "TOMLDecodeError": "toml"}
+
+
 def unreadable_config(exception: str | None, reads_data: bool, configs: list[str], data: list[str]):
     """A parse error is the config file's, not the data's, when the command hands the script a JSON/YAML
     config and no data file, and the traceback does not run through data reading: (category, fixes,
     summary), or None."""
     if exception not in _PARSE_ERRORS or reads_data or not configs or data:
+        return None
+    configs = [name for name in configs if name.rsplit(".", 1)[-1].lower() in _PARSED_AS.get(exception, "").split()]
+    if not configs:  # a JSON error with only a YAML config given: the JSON the script read is something else
         return None
     return ("config_invalid", ("fix_config",),
             f"the config file the command passes ({', '.join(configs[:2])}) is not valid "
@@ -444,6 +484,18 @@ def checkpointing_without_input_grads(rule_id: str | None, message: str | None, 
             "gradient checkpointing (reentrant) over inputs that need no grad, as under LoRA with frozen embeddings, "
             "gives no gradients: use gradient_checkpointing_kwargs={'use_reentrant': False}, or call "
             "model.enable_input_require_grads()")
+
+
+def models_differ_on_one_node(rule_id: str | None, nodes: int | None):
+    """DDP finding the ranks' models differ in shape, in a job the command runs on one node: every rank read
+    the same config and weights from the same disk, so the script built the model from something each rank
+    reads for itself (its own data shard's labels or vocabulary). (category, fixes, summary) or None."""
+    if rule_id != "config.ranks_built_different_models" or nodes != 1:
+        return None
+    return ("code_bug", ("fix_code", "fix_config"),
+            "the ranks of one node built models of different shapes from the same files: the script sizes the model "
+            "by something each rank reads for itself (its own shard's labels or vocabulary); build it from the "
+            "whole job's list, or broadcast that from rank 0, before wrapping it in DDP")
 
 
 _MISSING_FILE = re.compile(r"No such file or directory: '([^']+)'")

@@ -430,7 +430,10 @@ RULES = [
          "kept=0", "kept: 0"],
         # (a script's key=value counters: "kept=0 dropped_long=64")
         r"\b[Kk]ept[=:] ?0\b[^\n]{0,40}\b(?:dropped|filtered|removed|skipped)\w{0,12}[=:] ?[1-9]|"
-        r"\b[Kk]ept 0 ?(?:/|of|out of) ?\d+|\b0 (?:rows |samples |examples |pairs |records )?(?:left |remain\w* )?after "
+        r"\b[Kk]ept 0 ?(?:/|of|out of) ?\d+|"
+        # a script's own count before and after its limits: "48 rows, 0 after max_words=16"
+        r"\b[1-9]\d* (?:rows|samples|examples|records|pairs|sequences),? 0 (?:left |kept |remain\w* )?after\b|"
+        r"\b0 (?:rows |samples |examples |pairs |records )?(?:left |remain\w* )?after "
         r"(?:the )?(?:length |token |size |quality )?filter|(?:[Ff]iltered (?:out|away) (?:all|every)|"
         r"(?:[Aa]ll|[Ee]very) (?:rows|samples|examples|pairs|records|sequences) (?:were |was )?(?:filtered|dropped|removed))|"
         # rows dropped for their length: with an empty dataset after it, the length limit emptied it
@@ -443,6 +446,20 @@ RULES = [
         ["fix_config", "fix_data_file"],
         0.2,
         "a length or quality filter left no rows: its limits (max length, thresholds) are too strict for the data",
+    ),
+    rule(
+        "data.rank_read_nothing",
+        "data_corrupt",
+        HINT,
+        [" 0 rows", " 0 samples", " 0 examples", " 0 records", " 0 lines", " 0 documents", " 0 sequences",
+         " 0 conversations"],
+        # a process's own report that its file or shard held nothing ("rank1: loaded 0 rows from shard 1");
+        # on a rank its peers waited for, the empty file is why it never reached their collective
+        r"\b(?:[Ll]oaded|[Rr]ead|[Gg]ot|[Ff]ound)\s+0\s+(?:rows|samples|examples|records|lines|documents|sequences|"
+        r"conversations)\b(?![^\n]{0,20}(?:skipped|dropped|filtered|invalid|missing|failed))",
+        ["fix_data_file", "fix_code"],
+        0.2,
+        "the rank read no rows from its data (an empty file or shard)",
     ),
     rule(
         "data.no_valid_samples",

@@ -20,7 +20,7 @@ from triage.rules.packages import installed_software, missing_module
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
     r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
-    r"[/\\](?:data|datasets?)[/\\]|read_?(?:rows|records|samples|examples|jsonl?|lines)|(?<![A-Za-z])encode(?:_[a-z]+)?\b",
+    r"[/\\](?:data|datasets?)[/\\]|(?:read|load)_?(?:rows|records|samples|examples|jsonl?|lines|shards?|tokens)|(?<![A-Za-z])encode(?:_[a-z]+)?\b",
     re.IGNORECASE,
 )
 # an evaluation's metric code: what fails there is the metric's own code, not the data it is handed
@@ -267,9 +267,17 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
 ]
 
 
+# a framework's own source checkout (an editable install, a container's /opt/NeMo): its package folder
+_CHECKOUT = re.compile(r"[/\\](?:nemo|megatron|nemo_aligner|llamafactory|axolotl|swift|openrlhf|verl|trl|peft|"
+                       r"transformers|deepspeed|accelerate|colossalai|torchtune|torchtitan|fairseq|fairseq2|composer|"
+                       r"llmfoundry|lightning|pytorch_lightning|unsloth|unsloth_zoo|xtuner|mmengine|litgpt)[/\\]"
+                       r"(?:[\w.-]+[/\\])*[\w.-]+\.py$")
+
+
 def library_file(path: str) -> bool:
-    """An installed library's or the interpreter's file, not the user's own code."""
-    return bool(_SITE.search(path)) or path.startswith("<")
+    """An installed library's or the interpreter's file, or a framework's source checkout, not the user's
+    own code."""
+    return bool(_SITE.search(path)) or path.startswith("<") or bool(_CHECKOUT.search(path))
 
 
 # "cannot import name 'x' from 'pkg' (/path/pkg/__init__.py)": Python says which file it imported
@@ -370,7 +378,7 @@ def _explain(
     asked_os = bool(frames) and bool(_OS_MODULE.search(str(frames[-1].get("file", ""))))  # os.environ[...]
     while frames and frames[-1].get("function", "").rsplit(".", 1)[-1] in _ON_BEHALF:
         frames = frames[:-1]
-    user_frames = [frame for frame in frames if not _SITE.search(frame.get("file", ""))]
+    user_frames = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
     raised_in_user_code = bool(frames) and frames[-1] in user_frames
     in_metrics = any(_METRIC_FRAMES.search(str(frame.get("function", ""))) for frame in user_frames[-2:])
     # a DataLoader worker's start-up hook (seeding) is the script's own code, not the data it reads
@@ -391,6 +399,12 @@ def _explain(
                 "the conversation's turns are plain values, not {role, content} messages")
     if exception in ("TemplateSyntaxError", "UndefinedError"):
         return "data_pipeline", ["fix_config"], 0.5, f"the chat template itself is broken ({exception})"
+    if _zero3_meets_quantized(frames):
+        # ZeRO-3 partitions every parameter at load time (zero.Init); a 4-/8-bit quantized weight being built
+        # inside that partitioning fails in DeepSpeed's own code whatever the message: the two do not combine
+        return ("config_invalid", ["fix_config", "pin_versions"], 0.5,
+                "DeepSpeed ZeRO-3 partitioning met a 4-/8-bit quantized weight while the model loaded: quantized "
+                "(QLoRA) training runs with ZeRO-2 or without zero.Init, or needs releases that support it")
     if exception in _COMPILER_REFUSALS and "_dynamo" in (full_name or "") + " ".join(
             str(frame.get("file", "")) for frame in frames[-3:]):
         # torch.compile cannot trace what the script's model does (data-dependent control flow under fullgraph,
@@ -544,7 +558,8 @@ def _explain(
         # `labels.index(row["intent"])`: the data holds a class the label list does not know
         return ("data_schema", ["fix_data_file", "fix_code"], 0.4,
                 "the data holds a value the code's list of known values does not have (an unknown label)")
-    if in_rows and exception in ("TypeError", "AttributeError") and _SCALAR_FIELD.search(message.strip()):
+    if (in_rows or _on_a_field(exception, message, user_frames)) and exception in ("TypeError", "AttributeError") \
+            and _SCALAR_FIELD.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row's field is null or a number where the data code expects text or a list")
     if in_data and exception == "AssertionError" and raised_in_user_code:
@@ -559,6 +574,12 @@ def _explain(
         # the script's own function raised a bug class, whatever library called it back (an lr lambda under
         # the scheduler, a callback under the trainer): the function is the script's
         return "code_bug", ["fix_code"], 0.4, f"a {exception} in the script's own code"
+    if exception in ("ValueError", "RuntimeError") and frames and not in_data \
+            and not raised_in_user_code and _loads_checkpoint("", frames):
+        # a library's checkpoint loader refusing what it found (keys, layout, metadata it does not expect): a
+        # checkpoint written by another tool or release, or the path of another kind of checkpoint
+        return ("model_load", ["fix_path", "fix_config"], 0.35,
+                f"a {exception} raised while a library loaded a checkpoint")
     module = _by_module(full_name, frames)
     if module is not None:
         category, fixes, where = module
@@ -625,6 +646,20 @@ _FIELD_TYPE = re.compile(r"^`?\w+`? (?:should|must) be (?:an? )?(?:str|string|li
 _REWARD_FRAME = re.compile(r"reward", re.IGNORECASE)
 _ROW_NOT_A_RECORD = re.compile(r"list indices must be integers or slices, not str")
 _FIELD_SUBSCRIPT = re.compile(r"\w\[['\"]\w+['\"]\]")
+_MISSING_ATTRIBUTE = re.compile(r"has no attribute '(\w+)'")
+
+
+def _on_a_field(exception: str, message: str, user_frames: list[dict]) -> bool:
+    """The script's own line calls the missing attribute right on a record's field (`r["sql"].split()`,
+    `row.get("text").strip()`): the field holds another type in this row, whatever function reads it."""
+    named = _MISSING_ATTRIBUTE.search(message) if exception == "AttributeError" else None
+    if named is None or not user_frames:
+        return False
+    code = str(user_frames[-1].get("code", ""))
+    attribute = re.escape(named.group(1))
+    return bool(re.search(rf"(?:\w\[['\"]\w+['\"]\]|\.get\(\s*['\"]\w+['\"][^)]*\))\.{attribute}\b", code))
+
+
 _NOT_IN_LIST = re.compile(r"^'[^']{1,80}' is not in list$")
 # a value of the wrong type handed to a function that wants text or a path
 _WRONG_TYPE = re.compile(r"(?:must be|expected) (?:an? )?(?:str|string|bytes|os\.PathLike)\b.{0,60}"
@@ -645,6 +680,16 @@ _VALIDATING = re.compile(r"^(?:__post_init__|_?validate\w*|_?check_(?:args|argum
 _LIBRARY_ATTRIBUTE = re.compile(r"^'(?!NoneType|str|int|float|list|dict|tuple)[A-Z]\w+' object has no attribute")
 
 
+_ZERO3_PARTITION = re.compile(r"deepspeed[/\\]runtime[/\\]zero[/\\]partition_parameters\.py")
+_QUANTIZER = re.compile(r"quantizer_bnb|bitsandbytes[/\\]|[/\\]quantizers[/\\]|Params4bit|Linear(?:4|8)bit")
+
+
+def _zero3_meets_quantized(frames: list[dict]) -> bool:
+    names = [f"{frame.get('file', '')} {frame.get('function', '')}" for frame in frames]
+    return any(_ZERO3_PARTITION.search(name) for name in names) and any(_QUANTIZER.search(name) for name in names)
+
+
+_MODULE_GETATTR = re.compile(r"torch[/\\]nn[/\\]modules[/\\]module\.py$")
 _PACKAGE = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_][\w]*)")
 
 
@@ -675,6 +720,12 @@ def _signature_change(exception: str, message: str, frames: list[dict]):
         return ("version_mismatch", ["pin_versions", "fix_code"], 0.45,
                 "a call between library code and the script with a signature one side does not have")
     if exception == "AttributeError" and _LIBRARY_ATTRIBUTE.search(message) and _SITE.search(frames[-1].get("file", "")):
+        if len(frames) > 1 and _MODULE_GETATTR.search(str(frames[-1].get("file", ""))) \
+                and not library_file(str(frames[-2].get("file", ""))):
+            # torch's Module.__getattr__ only reports the lookup: the script's own line asked its module for an
+            # attribute the class does not define (a renamed head, a layer never built)
+            return ("code_bug", ["fix_code"], 0.4,
+                    "the script's own line asks a model for an attribute its class does not define")
         return ("version_mismatch", ["pin_versions"], 0.4,
                 "a library object lacking an attribute another library expects")
     return None

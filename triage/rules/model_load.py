@@ -76,6 +76,23 @@ def _what_the_pickle_was(text: str, frames: list[dict]):
     return None
 
 
+_KNOWN_CONFIG_FOR_OTHER_TASK = re.compile(
+    r"Unrecognized configuration class <class '(?:transformers\.models\.[\w.]+\.)(\w+)'> for this kind of "
+    r"AutoModel: (\w+)")
+
+
+def _wrong_kind_of_model(text: str, frames: list[dict]):
+    """transformers knows the model's config class (it ships under transformers.models) but the Auto class asked
+    for has no model of that kind (a decoder-only GPT-2 for AutoModelForSeq2SeqLM): the path or the task is
+    wrong, not the release."""
+    found = _KNOWN_CONFIG_FOR_OTHER_TASK.search(text)
+    if found is None:
+        return None
+    return ("model_load", ("fix_path", "fix_config"),
+            f"the model folder holds a {found.group(1).removesuffix('Config')} model, which {found.group(2)} cannot "
+            "build: point the job at a model of the kind the task needs, or use the Auto class made for this model")
+
+
 RULES = [
     rule(
         "model_load.config_without_type",
@@ -114,6 +131,21 @@ RULES = [
         ["pin_versions"],
         0.9,
         "the installed transformers does not know this model's classes",
+        within=_wrong_kind_of_model,
+    ),
+    rule(
+        "model_load.no_tokenizer_files",
+        "model_load",
+        ROOT,
+        ["instantiate the backend tokenizer"],
+        # a fast tokenizer built from a folder with neither tokenizer.json nor a slow tokenizer's files: the path
+        # names a run's output folder (only checkpoint-N/ inside) or a copy without the tokenizer; or the slow
+        # files are there and the package that converts them (sentencepiece, tiktoken) is not installed
+        r"Couldn't instantiate the backend tokenizer from one of",
+        ["fix_path", "pin_versions"],
+        0.85,
+        "no tokenizer could be built from the folder given: it holds no tokenizer.json (a run's output folder with "
+        "only checkpoint-N/ inside, a copy without the tokenizer), or its slow tokenizer needs sentencepiece",
     ),
     rule(
         "model_load.cant_load",

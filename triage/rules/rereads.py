@@ -1,7 +1,8 @@
 """A line elsewhere in the log (a hint rule's) that changes what the winning root means.
 
 Each entry: the root rules it applies to, the category those roots must have been given (None: any), the
-hint that must be in the log, and what the root then means (category, fix kinds, summary).
+hint that must be in the log, and what the root then means (category, fix kinds, summary). An entry in
+OWN_RANK_REREADS applies only when the hint is a line of the rank found to have failed first.
 """
 
 from __future__ import annotations
@@ -29,9 +30,23 @@ REREADS = (
 )
 
 
-def reread(rule_id: str, category: str, hints: set[str]) -> tuple[str, tuple[str, ...], str] | None:
-    """What the root means given the hint rules that matched elsewhere in the log, or None."""
-    for roots, given, hint, meaning in REREADS:
-        if rule_id in roots and given in (None, category) and hint in hints:
-            return meaning
+OWN_RANK_REREADS = (
+    # peers timed out waiting for a rank whose own output says its data file or shard held no rows: the empty
+    # file kept it out of the collective (it ran no steps, or other steps), not a slow network
+    (("nccl.watchdog_timeout", "exception.RuntimeError", "exception.DistBackendError"), "nccl_timeout",
+     "data.rank_read_nothing",
+     ("data_corrupt", ("fix_data_file", "fix_code"),
+      "the rank its peers waited for read no rows from its data file or shard (empty), so it never reached "
+      "their collective; restore the file, and make the loader refuse an empty shard")),
+)
+
+
+def reread(rule_id: str, category: str, hints: set[str],
+           own_hints: set[str] = frozenset()) -> tuple[str, tuple[str, ...], str] | None:
+    """What the root means given the hint rules that matched elsewhere in the log (and on the first failing
+    rank's own lines), or None."""
+    for entries, seen in ((REREADS, hints), (OWN_RANK_REREADS, own_hints)):
+        for roots, given, hint, meaning in entries:
+            if rule_id in roots and given in (None, category) and hint in seen:
+                return meaning
     return None

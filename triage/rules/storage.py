@@ -48,6 +48,21 @@ def _stale_mount(text: str, frames: list[dict]):
             "the job; remount, or read from a path that is not rewritten while the job runs")
 
 
+# where a process keeps shared memory: semaphores and queues of multiprocessing, torch's shared tensors
+_SHARED_MEMORY_FRAMES = re.compile(r"multiprocessing[/\\](?:synchronize|queues|heap|shared_memory|reductions)\.py$|"
+                                   r"torch[/\\]multiprocessing[/\\]|torch[/\\]storage\.py$")
+
+
+def _shared_memory_full(text: str, frames: list[dict]):
+    """ENOSPC raised while creating a semaphore, a queue or a shared tensor: /dev/shm is full (a container's
+    64 MB default against DataLoader workers), not a disk."""
+    if not frames or not _SHARED_MEMORY_FRAMES.search(str(frames[-1].get("file", "")).replace("\\", "/")):
+        return None
+    return ("dataloader_worker", ("increase_shm", "reduce_dataloader_workers"),
+            "no space left in shared memory (/dev/shm): creating a semaphore, queue or shared tensor for the "
+            "DataLoader workers failed; give the container more shared memory or use fewer workers")
+
+
 RULES = [
     rule(
         "storage.stuck_on_file_lock",
@@ -87,6 +102,7 @@ RULES = [
         ["free_disk", "fix_path"],
         0.9,
         "the disk is full",
+        within=_shared_memory_full,
     ),
     rule(
         "storage.low_disk_warning",

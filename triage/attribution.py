@@ -97,6 +97,7 @@ def first_failing_rank(
 
 _PCI = re.compile(r"\bPCI:?\s?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 _PID = re.compile(r"\bpid[=: ]\s?(\d+)|\bProcess (\d+) has")
+_RAY_TASK = re.compile(r"\bray::[\w.]+\(\) \(pid=\d+")
 
 
 def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
@@ -106,6 +107,8 @@ def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
     if not table:
         return None
     texts = [winner.text or ""]
+    if winner.traceback is not None and _RAY_TASK.search(winner.traceback.lead):
+        texts.append(winner.traceback.lead)  # Ray's "Unhandled error ...: ray::Actor.method() (pid=P, ...)"
     link, hops = winner.traceback, 0
     while link is not None and hops < 20:
         texts += [link.exc_text or "", link.message or ""]

@@ -113,6 +113,10 @@ def _build(
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
         category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
+        if category == "data_pipeline":
+            filters = [hit for hit in collected.hits if hit.rule.id == "data.filtered_to_nothing"]
+            if filters:
+                facts.setdefault("filter_line", (filters[-1].text or "")[:300])
         kinds = _fix_kinds(winner, collected, verdict, command, configs, world_size)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT

@@ -111,6 +111,7 @@ class Traceback:
     lines_seen: int = 0
     since_frame: int = 0
     previous: Traceback | None = None  # the exception this one was raised from (chains)
+    lead: str = ""  # the line printed just before it opened (Ray's "Unhandled error ... ray::X() (pid=P, ip=...)")
 
     def evidence(self) -> list[dict]:
         """The exception line first, then the frame that raised it."""
@@ -200,13 +201,20 @@ class TracebackAssembler:
         self.pending_remote = False
         self.last_finished: Traceback | None = None
         self.on_open = None  # called with this assembler when a header line opens a traceback (Assemblers)
+        self.previous_text = ""
+
+    def feed(self, lineno: int, text: str, seq: int, t: float | None) -> Traceback | None:
+        """Returns a traceback when this line completed one."""
+        try:
+            return self._feed(lineno, text, seq, t)
+        finally:
+            self.previous_text = text
 
     @property
     def open(self) -> bool:
         return self.current is not None
 
-    def feed(self, lineno: int, text: str, seq: int, t: float | None) -> Traceback | None:
-        """Returns a traceback when this line completed one."""
+    def _feed(self, lineno: int, text: str, seq: int, t: float | None) -> Traceback | None:
         if HEADER in text:
             self._abandon()
             remote_rank = _RANK_AFTER_HEADER.search(text)  # DCP's per-rank traces: "... last): (RANK 7)"
@@ -220,6 +228,7 @@ class TracebackAssembler:
                 chained_to_previous=self.pending_chain,
                 while_handling=self.pending_chain and self.pending_handling,
                 remote=self.pending_remote,
+                lead=self.previous_text[:500],
             )
             self.pending_chain = self.pending_handling = self.pending_remote = False
             if self.on_open is not None:
@@ -246,6 +255,7 @@ class TracebackAssembler:
                 chained_to_previous=self.pending_chain,
                 while_handling=self.pending_chain and self.pending_handling,
                 remote=self.pending_remote,
+                lead=self.previous_text[:500],
             )
             self.pending_chain = self.pending_handling = self.pending_remote = False
         current.lines_seen += 1

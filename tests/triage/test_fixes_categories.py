@@ -386,3 +386,16 @@ def test_an_orchestrators_eviction_outranks_the_peers_connection_errors(tmp_path
     assert [fix["kind"] for fix in result.fixes][:2] == ["free_disk", "fix_path"]
     describe.write_text("    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")
     assert diagnose([describe, worker]).category == "host_oom"
+
+
+@pytest.mark.parametrize("line, flag, new", [
+    ("Encountered 2071 samples longer than max_length=512 (truncation_strategy='delete'); they were dropped.",
+     "--max_length 1024", 1024),
+    ("[prep] 48 rows, 0 after min_chars=400", "--min_chars 200", 200),
+])
+def test_it_relaxes_the_limit_of_a_filter_that_left_no_rows(line, flag, new):
+    command = "torchrun --nproc_per_node 2 sft.py --max_length 512 --min_chars 400 --lr 1e-5"
+    one = fix("fix_config", "data_pipeline", command, message="num_samples should be a positive integer value, but "
+              "got num_samples=0", facts={"filter_line": line})
+    assert flag in one["command"] and one["check"]["passed"]
+    assert str(new) in one["title"]

@@ -399,6 +399,22 @@ def test_ray_trains_worker_table_turns_the_pid_an_error_names_into_its_rank(tmp_
     assert (result.category, result.failing_rank) == ("gpu_oom", 2)
 
 
+def test_rays_unhandled_error_line_names_the_actor_whose_rank_its_own_lines_carried(tmp_path):
+    log = tmp_path / "driver.log"
+    actors = "".join(f"(WorkerDict pid={7100 + r}) [rank{r}]:[W] ProcessGroupNCCL using GPU {r}\n" for r in range(4))
+    log.write_text(
+        actors
+        + "2026-03-01 10:00:00,001\tERROR worker.py:421 -- Unhandled error (suppress with "
+        "'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.update_actor() (pid=7102, ip=10.0.0.4, "
+        "actor_id=ab12)\n"
+        '  File "/opt/rl/workers/actor.py", line 171, in forward_micro_batch\n'
+        "    logits.div_(temperature)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.50 GiB. GPU 0 has a total capacity of "
+        "79.2 GiB of which 3.1 GiB is free.\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank) == ("gpu_oom", 2)
+
+
 def test_a_rankless_c10d_line_takes_the_exception_its_own_file_raised():
     # a real run (blind set 5): node 1's c10d socket lines come before the DistNetworkError it raised
     case = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_blind5" / "spawn-node1-master-addr-typo"

@@ -19,6 +19,7 @@ from .common import (
     lookup,
 )
 from .host_fixes import host_memory
+from .memory_fixes import SEQ_KEYS
 
 _DS_BATCH = re.compile(r"(\d+)\s*!=\s*(\d+)\s*\*\s*(\d+)\s*\*\s*(\d+)")
 
@@ -33,6 +34,8 @@ def fix_config(ctx, kind: str) -> dict:
         return bf16_unsupported(ctx, kind)
     if ctx.category == "cuda_error" and re.search(r"misaligned|fp16|half", text, re.I):
         return without_fp16(ctx, kind)
+    if (ctx.facts or {}).get("filter_line"):
+        return loosen_filter(ctx, kind, str(ctx.facts["filter_line"]))
     if _RECOMPUTED.search(text):
         return one_checkpointing(ctx, kind)
     if _WORKERLESS.search(text):
@@ -44,6 +47,31 @@ def fix_config(ctx, kind: str) -> dict:
     notes.append("make the launcher config, the DeepSpeed/FSDP config and the script flags agree on this setting")
     return edits.fix(kind, "Correct the contradictory setting the error names",
                      "The settings given to the job contradict each other or the hardware.", notes=notes)
+
+
+_LIMIT = re.compile(r"\b(max_length|max_seq_length|max_seq_len|cutoff_len|model_max_length|max_len|"
+                    r"max_tokens|max_\w*words|min_\w+)\s*[=:]\s*(\d+)")
+
+
+def loosen_filter(ctx, kind: str, line: str) -> dict:
+    """A length or quality filter left no rows (the log's own count says so): relax the limit it names, where the
+    job sets it, and say what else keeps the rows (truncating instead of dropping them)."""
+    edits = Edits(ctx)
+    notes = [f"the log: {line.strip()[:200]}"]
+    named = _LIMIT.search(line)
+    keys = (named.group(1),) if named else SEQ_KEYS
+    value, where = lookup(ctx, edits.cmd, keys)
+    current = as_int(value) or (int(named.group(2)) if named else None)
+    title = "Relax the filter that left no rows"
+    if current is not None:
+        key = keys[0]
+        new = current // 2 if key.startswith("min_") else current * 2
+        if edits.set(keys, new):
+            title = f"Relax {key} {current} -> {new}, which filtered every row out"
+        notes.append(f"{key} {current} -> {new}; check the lengths the data really has before training on it")
+    notes.append("or truncate long rows instead of dropping them (a truncation setting), so none is lost")
+    return edits.fix(kind, title, "A length or quality limit dropped every row, so the dataset the trainer got was "
+                     "empty; the limit, not the data, is what to change.", notes=notes)
 
 
 _WORKERLESS = re.compile(r"(persistent_workers|prefetch_factor) option (?:needs num_workers|could only be specified)")

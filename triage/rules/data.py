@@ -439,6 +439,9 @@ RULES = [
         # rows dropped for their length: with an empty dataset after it, the length limit emptied it
         r"(?:[Dd]iscard|[Dd]ropp|[Ff]ilter|[Ss]kipp|[Rr]emov)\w*\W{1,3}[^\n]{0,80}(?:exceed|longer than|too long|over)"
         r"[^\n]{0,30}(?:max_length|max_seq|cutoff_len|model_max_length|max_len|length)|"
+        # the same said the other way round: "N samples longer than max_length=512 ...; they were dropped"
+        r"(?:longer than|exceed\w*) [^\n]{0,20}(?:max_length|max_seq\w*|cutoff_len|model_max_length|max_len)"
+        r"[^\n]{0,80}\b(?:dropped|discarded|removed|skipped|filtered|deleted)\b|"
         # a trainer's own pass that drops rows the length limit cut to nothing (TRL: "Dropping fully truncated
         # examples")
         r"(?:[Dd]ropping|[Rr]emoving|[Ff]iltering(?: out)?) (?:fully |overly )?(?:truncated|too[ -]long|overlong) "

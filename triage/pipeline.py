@@ -376,6 +376,11 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if winner.category == "data_pipeline" and any(hit.rule.id == "data.filtered_to_nothing" for hit in collected.hits):
         # the log shows a filter that kept no rows: its limits are the setting to change
         kinds = ["fix_config"] + [kind for kind in kinds if kind != "fix_config"]
+    if winner.category in ("host_oom", "gpu_oom") and _untruncated_row(collected):
+        # the tokenizer warned that a row ran many times past the model's limit: that one row's activations
+        # (attention over tens of thousands of tokens) filled the memory; truncate it, then look at the row
+        kinds = ["reduce_seq_len", "fix_data_file", *[kind for kind in kinds if kind not in ("reduce_seq_len",
+                                                                                            "fix_data_file")]]
     unknown_flag = str(winner.facts.get("flag") or "").lstrip("-").replace("-", "_")
     if "rename_flag" in kinds and unknown_flag in RENAMES:
         # a parser refusing a flag that a library release renamed: renaming it is the fix, a pin the fallback
@@ -432,6 +437,13 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
             seen.add(kind)
             out.append(kind)
     return _by_evidence(out, winner, collected, command)
+
+
+def _untruncated_row(collected) -> bool:
+    """The tokenizer warned of a row at least four times the model's maximum length."""
+    return any(hit.rule.id == "data.untruncated_sequence"
+               and hit.facts.get("sequence_tokens", 0) >= 4 * max(hit.facts.get("model_max_tokens", 0), 1)
+               for hit in collected.hits)
 
 
 _FIRST_STEP = re.compile(r"\b(?:step|iteration|iter|batch)[ =:#]{0,3}0\b(?!\.)|\bfirst (?:step|batch|iteration)\b",

@@ -853,3 +853,16 @@ def test_a_missing_module_attribute_is_the_scripts_when_its_own_line_asked_for_i
         ('File "/env/lib/python3.11/site-packages/peft/tuners/lora/model.py", line 357, in _prepare_model',
          "self.model.score_head.requires_grad_(False)"), getattr_frame], message), name="lib.log")
     assert library.category == "version_mismatch"
+
+
+def test_an_oom_after_the_tokenizer_warned_of_a_row_far_past_the_limit_truncates_first(tmp_path):
+    oom = _traceback(1, [('File "/jobs/sql/train.py", line 99, in main', "out = model(**batch)")],
+                     "RuntimeError: [enforce fail at alloc_cpu.cpp:121] data. DefaultCPUAllocator: can't allocate memory: "
+                     "you tried to allocate 31268536320 bytes. Error code 12 (Cannot allocate memory)")
+    warning = ("Token indices sequence length is longer than the specified maximum sequence length for this model "
+               "({n} > 512). Running this sequence through the model will result in indexing errors\n")
+    far = _run(tmp_path, warning.format(n=44212) + oom, name="far.log")
+    assert far.category == "host_oom"
+    assert [fix["kind"] for fix in far.fixes][:2] == ["reduce_seq_len", "fix_data_file"]
+    near = _run(tmp_path, warning.format(n=530) + oom, name="near.log")
+    assert near.fixes[0]["kind"] != "reduce_seq_len"

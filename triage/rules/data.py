@@ -465,6 +465,20 @@ RULES = [
         "the rank read no rows from its data (an empty file or shard)",
     ),
     rule(
+        "data.untruncated_sequence",
+        "data_pipeline",
+        HINT,
+        ["longer than the specified maximum sequence length"],
+        # the tokenizer's once-only warning that a row was encoded past the model's limit without truncation:
+        # where memory then runs out, that row's length (not the batch) is what filled it
+        r"Token indices sequence length is longer than the specified maximum sequence length for this model "
+        r"\((\d+) > (\d+)\)",
+        ["reduce_seq_len", "fix_data_file"],
+        0.05,
+        "a row was tokenized far past the model's maximum length (no truncation)",
+        facts=lambda match: {"sequence_tokens": int(match.group(1)), "model_max_tokens": int(match.group(2))},
+    ),
+    rule(
         "data.no_valid_samples",
         "data_schema",
         ROOT,

@@ -96,7 +96,8 @@ def first_failing_rank(
 
 
 _PCI = re.compile(r"\bPCI:?\s?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
-_PID = re.compile(r"\bpid[=: ]\s?(\d+)|\bProcess (\d+) has")
+# a pid as Ray, torch's OOM message and the kernel's OOM killer print it
+_PID = re.compile(r"\bpid[=: ]\s?(\d+)|\bProcess (\d+) has|\b[Kk]illed process (\d+)\b")
 _RAY_TASK = re.compile(r"\bray::[\w.]+\(\) \(pid=\d+")
 
 
@@ -120,14 +121,18 @@ def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
     if exception:  # Ray's own re-raise lines of the same class, printed above the remote frames
         texts += [hit.text for hit in collected.hits
                   if hit.source == winner.source and f"RayTaskError({exception})" in (hit.text or "")]
-    ranks = {table[int(a or b)] for text in texts for a, b in _PID.findall(text) if int(a or b) in table}
+    ranks = {table[pid] for text in texts for pid in _pids(text) if pid in table}
     if not ranks:
         # a summary line naming no pid ("1 Workers killed due to memory pressure"): the same kind of report
         # in the same log that does ("... where the task (..., pid=48123, memory used=58GB) was running")
         texts = [hit.text or "" for hit in collected.hits
                  if hit.source == winner.source and hit.rule.category == winner.category]
-        ranks = {table[int(a or b)] for text in texts for a, b in _PID.findall(text) if int(a or b) in table}
+        ranks = {table[pid] for text in texts for pid in _pids(text) if pid in table}
     return ranks.pop() if len(ranks) == 1 else None
+
+
+def _pids(text: str) -> list[int]:
+    return [int(next(group for group in groups if group)) for groups in _PID.findall(text)]
 
 
 def _oom_killed_rank(collected: Collected) -> int | None:

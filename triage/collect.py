@@ -52,6 +52,9 @@ EXTRA_LITERALS = (
     "│",
 )
 _WARNING = re.compile(r"\w*Warning\b|warnings\.warn|^\s*\[?W\d{3,4} |^\[W ")  # c10 logging: [W304 ...] / [W0304
+# a Kubernetes event row ("4m12s  Warning  Evicted  pod/x  ..." from kubectl get events, "  Warning  OOMKilling  3m
+# kubelet ..." from describe): "Warning" is the event's type column, and such an event is the cluster's own report
+_K8S_EVENT = re.compile(r"^\s*(?:\S+\s{2,})?Warning\s{2,}[A-Z][A-Za-z]+\s{2,}")
 _LOGGED_ERROR = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\b[Ee]xception\b")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Invalid|Failure|Fault|Timeout)$")
 # a tqdm bar, labelled or not ("Map (num_proc=32):  71%|███"): another stream's output, never a message's rest
@@ -477,7 +480,7 @@ class Collector:
                     facts,
                 )
             )
-        is_warning = bool(line_hits) and "NCCL WARN" not in body and bool(
+        is_warning = bool(line_hits) and "NCCL WARN" not in body and not _K8S_EVENT.match(body) and bool(
             _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body)))
         for hit in line_hits:
             hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)

@@ -111,3 +111,18 @@ def test_a_trial_id_and_a_column_bar_before_the_exception(tmp_path):
                    "Tried to allocate 2.00 GiB.\n")
     result = diagnose([log])
     assert (result.category, result.root_cause.exception, result.failing_rank) == ("gpu_oom", "OutOfMemoryError", 3)
+
+
+def test_a_kubernetes_warning_event_is_the_clusters_report_not_a_warning_to_discount(tmp_path):
+    from triage import diagnose
+
+    (tmp_path / "events.txt").write_text(
+        "LAST SEEN   TYPE      REASON    OBJECT                 MESSAGE\n"
+        "4m12s       Warning   Evicted   pod/sft-worker-1       Pod ephemeral local storage usage exceeds the total "
+        "limit of containers 50Gi.\n")
+    (tmp_path / "master-0.log").write_text(
+        "[rank0]:[E0713 19:10:08.118000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=30871, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1800093 milliseconds "
+        "before timing out.\n")
+    result = diagnose([tmp_path / "events.txt", tmp_path / "master-0.log"])
+    assert result.category == "storage"

@@ -415,6 +415,19 @@ def test_rays_unhandled_error_line_names_the_actor_whose_rank_its_own_lines_carr
     assert (result.category, result.failing_rank) == ("gpu_oom", 2)
 
 
+def test_the_kernels_oom_killer_names_a_ray_workers_pid_and_the_worker_table_its_rank(tmp_path):
+    (tmp_path / "driver.log").write_text(
+        "".join(f"(TorchTrainer pid=300) - (node_id=ab, ip=10.0.0.{5 + r // 2}, pid={900 + r}) world_rank={r}, "
+                f"local_rank={r % 2}, node_rank={r // 2}\n" for r in range(4))
+        + "(raylet, ip=10.0.0.6) A worker died or was killed while executing a task by an unexpected system error.\n")
+    (tmp_path / "dmesg-node1.txt").write_text(
+        "[Tue Sep  3 00:52:27 2024] python invoked oom-killer: gfp_mask=0x140dca, order=0, oom_score_adj=0\n"
+        "[Tue Sep  3 00:52:27 2024] Out of memory: Killed process 903 (ray::RayTrainW) total-vm:9822031kB, "
+        "anon-rss:9193011kB\n")
+    result = diagnose([tmp_path / "driver.log", tmp_path / "dmesg-node1.txt"])
+    assert (result.category, result.failing_rank) == ("host_oom", 3)
+
+
 def test_a_rankless_c10d_line_takes_the_exception_its_own_file_raised():
     # a real run (blind set 5): node 1's c10d socket lines come before the DistNetworkError it raised
     case = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_blind5" / "spawn-node1-master-addr-typo"

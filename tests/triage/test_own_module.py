@@ -153,3 +153,23 @@ def test_the_file_python_imported_says_whose_the_import_is(tmp_path, line, categ
             "    from x import y\n" + line + "\n")
     result = _diagnose(tmp_path, text)
     assert result.category == category and result.fixes[0]["kind"] == first_fix
+
+
+EMBEDDINGS = """\
+Traceback (most recent call last):
+  File "/work/sft/stage2.py", line 61, in main
+    model.load_state_dict(state)
+RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:
+\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([{saved}]) from checkpoint, the shape in current model is torch.Size([{current}]).
+"""
+
+
+@pytest.mark.parametrize("saved, current, first_fix", [
+    ("32003, 4096", "32000, 4096", "fix_code"),     # three tokens added in training: resize the embeddings
+    ("151668, 3584", "152064, 3584", "fix_config"),  # fewer rows than the model's padded vocabulary
+    ("55296, 4096", "32000, 4096", "fix_config"),   # another, extended tokenizer
+    ("75, 48", "75, 32", "fix_path"),               # the same rows, another width: another model's checkpoint
+])
+def test_what_an_embedding_mismatch_says_about_the_checkpoint(tmp_path, saved, current, first_fix):
+    result = _diagnose(tmp_path, EMBEDDINGS.format(saved=saved, current=current))
+    assert result.category == "model_load" and result.fixes[0]["kind"] == first_fix

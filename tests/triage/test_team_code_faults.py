@@ -866,3 +866,14 @@ def test_an_oom_after_the_tokenizer_warned_of_a_row_far_past_the_limit_truncates
     assert [fix["kind"] for fix in far.fixes][:2] == ["reduce_seq_len", "fix_data_file"]
     near = _run(tmp_path, warning.format(n=530) + oom, name="near.log")
     assert near.fixes[0]["kind"] != "reduce_seq_len"
+
+
+def test_a_number_parsed_from_a_folder_listing_is_the_scripts_naming_scheme_not_a_setting(tmp_path):
+    message = "ValueError: invalid literal for int() with base 10: 'latest'"
+    names = _run(tmp_path, _traceback(2, [('File "/jobs/plat/train.py", line 111, in <lambda>',
+                                           'kept = sorted(os.listdir(out), key=lambda n: int(n.split("-")[1]))')],
+                                      message), name="names.log")
+    assert (names.category, names.fixes[0]["kind"], names.failing_rank) == ("code_bug", "fix_code", 2)
+    setting = _run(tmp_path, _traceback(2, [('File "/jobs/plat/train.py", line 40, in main',
+                                             'steps = int(cfg["max_steps"])')], message), name="setting.log")
+    assert setting.category == "config_invalid"

@@ -65,6 +65,8 @@ _RESUMING = re.compile(r"resum", re.I)
 # check it wrote (int('') of a setting is still the setting's)
 _BUILTIN_VALUE_ERROR = re.compile(r"is not in list|substring not found|values to unpack|math domain error|"
                                   r"arg is an empty sequence|empty separator")
+_NUMBER_FROM_TEXT = re.compile(r"^(?:invalid literal for int\(\) with base \d+|could not convert string to float): ")
+_READS_NAMES = re.compile(r"\b(?:listdir|scandir|iterdir|glob|basename)\b|\.(?:stem|name)\b")
 _EINVAL_NO_FILE = re.compile(r"\s*\[Errno 22\] Invalid argument\s*$")
 # a line that reads or writes a file (EINVAL there is the file's: a truncated or sparse copy)
 _FILE_CALL = re.compile(r"open|load|read|write|save|seek|mmap|path|file|dump", re.IGNORECASE)
@@ -603,6 +605,12 @@ def _explain(
                     "a tensor op the script's own line calls was given tensors whose sizes do not fit")
     if exception == "ValueError" and in_data:
         return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35, "a ValueError in data-handling frames"
+    if exception == "ValueError" and raised_in_user_code and _NUMBER_FROM_TEXT.search(message) \
+            and _READS_NAMES.search(str(user_frames[-1].get("code", ""))):
+        # `int(name.split("-")[1])` over os.listdir(): a folder holds an entry the script's naming scheme did not
+        # foresee ("checkpoint-latest"); the parsing code, then the stray entry
+        return ("code_bug", ["fix_code", "fix_path"], 0.45,
+                "the script parses numbers out of file or folder names, and one entry does not follow that scheme")
     if exception == "ValueError" and raised_in_user_code and not _BUILTIN_VALUE_ERROR.search(message):
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"

@@ -34,13 +34,31 @@ _SHAPES = re.compile(r"shape torch\.Size\(\[(\d+)[^\]]*\]\) from checkpoint, the
                      r"torch\.Size\(\[(\d+)")
 
 
+_ADDED_TOKENS = 64  # rows a training run adds to a vocabulary for its special tokens, at most
+_WIDTHS = re.compile(r"shape torch\.Size\(\[(\d+), (\d+)\]\) from checkpoint, the shape in current model is "
+                     r"torch\.Size\(\[(\d+), (\d+)\]")
+
+
 def _sharded_rows(text: str, frames: list[dict]):
     """Embedding rows a whole multiple apart (50304 vs 25152) are not added tokens: the checkpoint was saved
-    with another tensor-parallel size (each rank holds 1/TP of the vocabulary), a setting to match."""
+    with another tensor-parallel size (each rank holds 1/TP of the vocabulary), a setting to match. The same
+    rows with another width are no vocabulary at all: the checkpoint is another model's (hidden size)."""
+    width = _WIDTHS.search(text)
+    if width and width.group(1) == width.group(3) and width.group(2) != width.group(4):
+        return ("model_load", ("fix_path", "fix_config"),
+                f"the checkpoint's embeddings have the model's {width.group(1)} rows but another width "
+                f"({width.group(2)} vs {width.group(4)}): it was saved from a model of another size (hidden size), "
+                "another run's checkpoint; point at this model's checkpoint or build the model it was saved from")
     found = _SHAPES.search(text)
     if not found:
         return None
     saved, current = int(found.group(1)), int(found.group(2))
+    if 0 < saved - current <= _ADDED_TOKENS:
+        # a handful of rows more than the model: tokens added for training (a pad token, chat markers); the
+        # loading code resizes the embeddings to that tokenizer first
+        return ("model_load", ("fix_code", "fix_config", "fix_path"),
+                f"the checkpoint has {saved - current} more embedding rows than the model: tokens were added when it "
+                "was trained; resize the model's token embeddings to that tokenizer (len(tokenizer)) before loading")
     big, small = max(saved, current), min(saved, current)
     if small == 0 or big == small or big % small or big // small not in (2, 4, 8, 16):
         return None
@@ -189,10 +207,11 @@ RULES = [
         ["size mismatch for"],
         r"size mismatch for [\w.]*(?:embed_tokens|word_embeddings|wte|embed_in|embed_out|lm_head|shared|"
         r"output_layer|output)\.(?:[\w.]*\.)?weight",
-        ["fix_code", "fix_config", "fix_path"],
+        ["fix_config", "fix_path", "fix_code"],
         0.95,  # more specific than the "Error(s) in loading state_dict" line it continues
         "the checkpoint's embeddings have another vocabulary size than the model: tokens were added when it "
-        "was trained, so resize the model's token embeddings to the tokenizer before loading it",
+        "was trained; build the model with the tokenizer and vocabulary it was trained with (or resize the "
+        "model's token embeddings to that tokenizer) before loading it",
         within=_sharded_rows,
     ),
     rule(

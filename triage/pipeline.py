@@ -109,6 +109,7 @@ def _build(
     winner = _reread(verdict.candidate, verdict, command)
     winner = _reread_by_world(winner, verdict, world_size)
     winner = _reread_by_hints(winner, collected, verdict.failing_rank)
+    winner = _reread_empty_by_filter(winner, command)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -117,6 +118,8 @@ def _build(
             filters = [hit for hit in collected.hits if hit.rule.id == "data.filtered_to_nothing"]
             if filters:
                 facts.setdefault("filter_line", (filters[-1].text or "")[:300])
+            elif facts.get("rank_data_empty") and command and _FILTER_VALUE.search(command):
+                facts.setdefault("filter_line", _FILTER_VALUE.search(command).group(0).strip(" -"))
         kinds = _fix_kinds(winner, collected, verdict, command, configs, world_size)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
@@ -224,7 +227,29 @@ def _reread_by_hints(winner, collected, failing_rank: int | None):
         return None
     own = {hit.rule.id for hit in collected.hits if failing_rank is not None and hit.rank == failing_rank}
     meant = rereads.reread(winner.rule_id, winner.category, {hit.rule.id for hit in collected.hits}, own)
+    if meant is not None and meant is rereads.EMPTY_RANK_DATA:
+        winner = replace(winner, facts={**winner.facts, "rank_data_empty": True})
     return _read_as(winner, meant)
+
+
+# a launch setting that filters rows by a limit (min_caption_words=5, --max_len 512, filter_...)
+_FILTER_SETTING = re.compile(r"(?:^|[\s-])(?:min|max)_\w*(?:words|len|length|chars|tokens|score)\b|(?:^|[\s-])filter\w*[=\s]",
+                             re.IGNORECASE)
+
+
+_FILTER_VALUE = re.compile(r"(?:^|[\s-])(?:min|max)_\w*(?:words|len|length|chars|tokens|score)[=\s]+\d+", re.IGNORECASE)
+
+
+def _reread_empty_by_filter(winner, command: str | None):
+    """A rank whose data came out empty, in a job whose command sets a row filter's limit: the filter left it
+    nothing (data_pipeline, its limit first), not an empty file."""
+    if winner is None or not command or not winner.facts.get("rank_data_empty"):
+        return winner
+    if not _FILTER_SETTING.search(command):
+        return winner
+    return _read_as(winner, ("data_pipeline", ("fix_config", "fix_data_file"),
+                             "the rank its peers waited for had no rows left after the command's filter setting, so "
+                             "it never reached their collective: relax the filter's limit (or rebalance the shards)"))
 
 
 def _launcher(collected, command) -> str:

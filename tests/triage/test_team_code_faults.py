@@ -877,3 +877,18 @@ def test_a_number_parsed_from_a_folder_listing_is_the_scripts_naming_scheme_not_
     setting = _run(tmp_path, _traceback(2, [('File "/jobs/plat/train.py", line 40, in main',
                                              'steps = int(cfg["max_steps"])')], message), name="setting.log")
     assert setting.category == "config_invalid"
+
+
+def test_the_stalled_rank_left_with_no_rows_by_the_commands_filter_relaxes_that_filter(tmp_path):
+    (tmp_path / "logs").mkdir()
+    text = "".join(f"[rank{r}] shard data/shard-{r}: {0 if r == 2 else 40} train pairs, 15 eval pairs\n" for r in range(3))
+    for rank in (0, 1):
+        text += _traceback(rank, [('File "/jobs/clip/pt.py", line 210, in run', "loss.backward()")],
+                           "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+                           "waiting 12000ms for recv operation to complete")
+    command = "torchrun --nproc_per_node 3 pt.py min_caption_words=6 steps=30"
+    result = _run(tmp_path, text, command=command, name="filtered.log")
+    assert (result.category, result.failing_rank) == ("data_pipeline", 2)
+    assert result.fixes[0]["kind"] == "fix_config" and "min_caption_words=3" in result.fixes[0]["command"]
+    plain = _run(tmp_path, text, command="torchrun --nproc_per_node 3 pt.py steps=30", name="plain.log")
+    assert (plain.category, plain.fixes[0]["kind"]) == ("data_corrupt", "fix_data_file")

@@ -57,7 +57,7 @@ def loosen_filter(ctx, kind: str, line: str) -> dict:
     """A length or quality filter left no rows (the log's own count says so): relax the limit it names, where the
     job sets it, and say what else keeps the rows (truncating instead of dropping them)."""
     edits = Edits(ctx)
-    notes = [f"the log: {line.strip()[:200]}"]
+    notes = [f"the filter: {line.strip()[:200]}"]
     named = _LIMIT.search(line)
     keys = (named.group(1),) if named else SEQ_KEYS
     value, where = lookup(ctx, edits.cmd, keys)
@@ -69,7 +69,10 @@ def loosen_filter(ctx, kind: str, line: str) -> dict:
         if edits.set(keys, new):
             title = f"Relax {key} {current} -> {new}, which filtered every row out"
         notes.append(f"{key} {current} -> {new}; check the lengths the data really has before training on it")
-    notes.append("or truncate long rows instead of dropping them (a truncation setting), so none is lost")
+    if not keys[0].startswith("min_"):
+        notes.append("or truncate long rows instead of dropping them (a truncation setting), so none is lost")
+    else:
+        notes.append("or rebalance the shards so that every rank keeps rows above the limit")
     return edits.fix(kind, title, "A length or quality limit dropped every row, so the dataset the trainer got was "
                      "empty; the limit, not the data, is what to change.", notes=notes)
 

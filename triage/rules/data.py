@@ -455,11 +455,12 @@ RULES = [
         "data_corrupt",
         HINT,
         [" 0 rows", " 0 samples", " 0 examples", " 0 records", " 0 lines", " 0 documents", " 0 sequences",
-         " 0 conversations"],
+         " 0 conversations", " 0 pairs", " 0 train", " 0 training", " 0 usable"],
         # a process's own report that its file or shard held nothing ("rank1: loaded 0 rows from shard 1");
         # on a rank its peers waited for, the empty file is why it never reached their collective
-        r"\b(?:[Ll]oaded|[Rr]ead|[Gg]ot|[Ff]ound)\s+0\s+(?:rows|samples|examples|records|lines|documents|sequences|"
-        r"conversations)\b(?![^\n]{0,20}(?:skipped|dropped|filtered|invalid|missing|failed))",
+        r"(?:\b(?:[Ll]oaded|[Rr]ead|[Gg]ot|[Ff]ound|has|with)\s+|[:=]\s*)0\s+(?:train(?:ing)?\s+|usable\s+)?"
+        r"(?:rows|samples|examples|records|lines|documents|sequences|conversations|pairs)\b"
+        r"(?![^\n]{0,20}(?:skipped|dropped|filtered|invalid|missing|failed))",
         ["fix_data_file", "fix_code"],
         0.2,
         "the rank read no rows from its data (an empty file or shard)",

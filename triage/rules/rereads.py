@@ -30,14 +30,14 @@ REREADS = (
 )
 
 
+EMPTY_RANK_DATA = ("data_corrupt", ("fix_data_file", "fix_code"),
+                   "the rank its peers waited for read no rows from its data file or shard (empty), so it never "
+                   "reached their collective; restore the file, and make the loader refuse an empty shard")
 OWN_RANK_REREADS = (
     # peers timed out waiting for a rank whose own output says its data file or shard held no rows: the empty
     # file kept it out of the collective (it ran no steps, or other steps), not a slow network
     (("nccl.watchdog_timeout", "exception.RuntimeError", "exception.DistBackendError"), "nccl_timeout",
-     "data.rank_read_nothing",
-     ("data_corrupt", ("fix_data_file", "fix_code"),
-      "the rank its peers waited for read no rows from its data file or shard (empty), so it never reached "
-      "their collective; restore the file, and make the loader refuse an empty shard")),
+     "data.rank_read_nothing", EMPTY_RANK_DATA),
 )
 
 

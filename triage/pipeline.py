@@ -401,6 +401,11 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if winner.category == "data_pipeline" and any(hit.rule.id == "data.filtered_to_nothing" for hit in collected.hits):
         # the log shows a filter that kept no rows: its limits are the setting to change
         kinds = ["fix_config"] + [kind for kind in kinds if kind != "fix_config"]
+    if winner.rule_id in ("dataloader.bus_error", "dataloader.bus_error_shell") and command \
+            and _MEMORY_MAPPED.search(command):
+        # a bus error where the job memory-maps its data files: a page past the end of a file that was cut or
+        # rewritten while mapped raises SIGBUS just as a full /dev/shm does; the mapped files come first
+        kinds = ["fix_data_file", *[kind for kind in kinds if kind != "fix_data_file"]]
     if winner.category in ("host_oom", "gpu_oom") and _untruncated_row(collected):
         # the tokenizer warned that a row ran many times past the model's limit: that one row's activations
         # (attention over tens of thousands of tokens) filled the memory; truncate it, then look at the row
@@ -462,6 +467,10 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
             seen.add(kind)
             out.append(kind)
     return _by_evidence(out, winner, collected, command)
+
+
+_MEMORY_MAPPED = re.compile(r"\bmmap(?:_mode)?[=\s]+(?!false|False|0\b|none|None)\S|\bmemmap|--mmap\b|\buse_mmap\b",
+                            re.IGNORECASE)
 
 
 def _untruncated_row(collected) -> bool:

@@ -693,3 +693,14 @@ def test_a_checkpoint_loader_refusing_its_input_is_model_loading():
     found = exceptions.explain("ValueError", "Different dict keys encountered (dict_keys(['a']) vs dict_keys(['b']))",
                                frames)
     assert found[:2] == ("model_load", ["fix_path", "fix_config"])
+
+
+def test_a_tensor_method_asked_of_a_librarys_output_object_is_a_changed_return_type():
+    frames = [{"file": "/venv/lib/python3.11/site-packages/transformers/trainer.py", "line": 2127,
+               "function": "training_step"},
+              {"file": "/home/me/clip_lora.py", "line": 36, "function": "compute_loss",
+               "code": "img = img / img.norm(dim=-1, keepdim=True)"}]
+    found = exceptions.explain("AttributeError", "'BaseModelOutputWithPooling' object has no attribute 'norm'", frames)
+    assert found[:2] == ("version_mismatch", ["fix_code", "pin_versions"])
+    own = exceptions.explain("AttributeError", "'BatchEncoding' object has no attribute 'norm'", frames)
+    assert own[0] != "version_mismatch"

@@ -892,3 +892,16 @@ def test_the_stalled_rank_left_with_no_rows_by_the_commands_filter_relaxes_that_
     assert result.fixes[0]["kind"] == "fix_config" and "min_caption_words=3" in result.fixes[0]["command"]
     plain = _run(tmp_path, text, command="torchrun --nproc_per_node 3 pt.py steps=30", name="plain.log")
     assert (plain.category, plain.fixes[0]["kind"]) == ("data_corrupt", "fix_data_file")
+
+
+def test_a_workers_bus_error_in_a_job_that_memory_maps_its_data_checks_the_mapped_files_first(tmp_path):
+    text = ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+            "(shm).\n" + _traceback(1, [('File "/jobs/clip/pt.py", line 190, in run', "for batch in loader:")],
+                                     "RuntimeError: DataLoader worker (pid 987) is killed by signal: Bus error. It is "
+                                     "possible that dataloader's workers are out of shared memory. Please try to raise "
+                                     "your shared memory limit."))
+    mapped = _run(tmp_path, text, command="torchrun --nproc_per_node 2 pt.py features=npy mmap=true", name="m.log")
+    assert (mapped.category, mapped.fixes[0]["kind"]) == ("dataloader_worker", "fix_data_file")
+    assert "memory-mapped" in mapped.fixes[0]["title"]
+    plain = _run(tmp_path, text, command="torchrun --nproc_per_node 2 pt.py features=npy mmap=false", name="p.log")
+    assert plain.fixes[0]["kind"] == "increase_shm"

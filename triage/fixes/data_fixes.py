@@ -91,6 +91,16 @@ def fix_data_file(ctx, kind: str) -> dict:
                    "filter or clip those rows before training (and guard the transform: clamp, eps)"],
             cost="low",
         )
+    if ctx.category == "dataloader_worker":
+        return edits.fix(
+            kind, "Re-create the memory-mapped data files and leave them unchanged while the job runs",
+            "A worker reading a memory-mapped file gets a bus error when the file is cut short or rewritten under it "
+            "(a new export, a copy still running, a sync); the mapped pages no longer exist.",
+            notes=["check the mapped files' sizes against what their headers say (np.load(path, mmap_mode='r').shape)",
+                   "write new exports to a new path and switch over between runs; never rewrite a mapped file in "
+                   "place", "if the files are intact, /dev/shm is the next suspect (increase_shm)"],
+            cost="low",
+        )
     flag = _data_flag(edits.cmd)
     source = flag.value if flag else "DATA.jsonl"
     out = _out_path(source, "repaired")

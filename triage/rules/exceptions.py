@@ -65,6 +65,10 @@ _RESUMING = re.compile(r"resum", re.I)
 # check it wrote (int('') of a setting is still the setting's)
 _BUILTIN_VALUE_ERROR = re.compile(r"is not in list|substring not found|values to unpack|math domain error|"
                                   r"arg is an empty sequence|empty separator")
+# a tensor method asked of a library's output object ("'BaseModelOutputWithPooling' object has no attribute 'norm'")
+_OUTPUT_NOT_TENSOR = re.compile(
+    r"^'\w*Output\w*' object has no attribute '(?:norm|size|shape|view|reshape|float|half|to|cpu|cuda|detach|mean|"
+    r"sum|unsqueeze|squeeze|dim|numpy|item|softmax|log_softmax|argmax|matmul|t|T|dtype|device|clone|contiguous)'")
 _NUMBER_FROM_TEXT = re.compile(r"^(?:invalid literal for int\(\) with base \d+|could not convert string to float): ")
 _READS_NAMES = re.compile(r"\b(?:listdir|scandir|iterdir|glob|basename)\b|\.(?:stem|name)\b")
 _EINVAL_NO_FILE = re.compile(r"\s*\[Errno 22\] Invalid argument\s*$")
@@ -526,6 +530,13 @@ def _explain(
         # for a full batch, meeting the last partial one; matrices that do not chain); before the keywords:
         # "view size is not compatible with ..." is about a tensor, not a setting
         return "code_bug", ["fix_code"], 0.35, "a tensor shape the script's own line cannot reshape or multiply"
+    if exception == "AttributeError" and _OUTPUT_NOT_TENSOR.search(message) and raised_in_user_code:
+        # the script calls a tensor method on what a library call returned, and got the library's output object:
+        # the release changed what that call returns (transformers 5 returns ModelOutput objects from
+        # get_image_features and kin); take the tensor out of it, or pin the release the code was written for
+        return ("version_mismatch", ["fix_code", "pin_versions"], 0.5,
+                "a library call returns an output object where the script expects a tensor (its return type changed "
+                "between releases)")
     keyword = _by_keywords(message)
     if keyword is not None:
         category, fixes, weight, words = keyword

@@ -16,6 +16,19 @@ RULES = [
         "the GPU reported an ECC memory error: a hardware fault",
     ),
     rule(
+        "hardware.ib_port_error",
+        "hardware",
+        ROOT,
+        ["async event : port error", "async event: port error", "local catastrophic error"],
+        # the InfiniBand adapter telling NCCL that its port went down (a flapping link, a bad cable or switch
+        # port) or that the adapter itself failed: the collectives over it then hang or fail on every rank
+        r"NET/IB ?: ?Got async event ?: ?(?:port error|local catastrophic error)",
+        ["replace_hardware", "set_nccl_env"],
+        0.7,  # above the watchdogs of a hang over the link; below an NCCL error a rank raised for it
+        "an InfiniBand port on this node went down during training (a flapping link, cable or switch port): drain "
+        "the node or reseat the link; NCCL's collectives over it hang",
+    ),
+    rule(
         "hardware.xid",
         "hardware",
         ROOT,

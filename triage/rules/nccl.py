@@ -118,6 +118,19 @@ RULES = [
         "the NCCL communication library failed",
     ),
     rule(
+        "nccl.ofi_option_unknown",
+        "version_mismatch",
+        ROOT,
+        ["Couldn't set FI_OPT_", "Could not set FI_OPT_"],
+        # the OFI network plugin (aws-ofi-nccl) asking libfabric for an option the installed libfabric does not
+        # have (-92, ENOPROTOOPT): the plugin was built against a newer libfabric than the one on the nodes
+        r"NET/OFI Could(?:n't| not) set FI_OPT_\w+[^\n]{0,40}(?:RC: -92|Protocol not available)",
+        ["pin_versions", "set_nccl_env"],
+        0.85,
+        "the NCCL OFI plugin was built for a newer libfabric than the one installed (it asks for an option the "
+        "installed libfabric does not know): install the matching EFA/libfabric release or a plugin built for it",
+    ),
+    rule(
         "nccl.network",
         "nccl_error",
         ROOT,

@@ -1,0 +1,41 @@
+"""Cluster-level faults as multi-node jobs print them: which report is the cause, which are its victims."""
+
+from __future__ import annotations
+
+from triage import diagnose
+
+WATCHDOG = ("[rank{r}]:[E1129 23:18:0{r}.111402 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600071 "
+            "milliseconds before timing out.\n")
+
+
+def test_an_infiniband_port_going_down_under_a_hang_is_the_hardware(tmp_path):
+    log = tmp_path / "slurm-77.out"
+    log.write_text("2: node-c03:8812:8855 [0] NCCL INFO NET/IB : Got async event : port error\n"
+                   "2: node-c03:8812:8855 [1] NCCL INFO NET/IB : Got async event : port active\n"
+                   + "".join(WATCHDOG.format(r=r) for r in range(4)))
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == ("hardware", "replace_hardware")
+
+
+def test_an_nccl_error_a_rank_raised_for_the_port_stays_the_nccl_error(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("node-b07:5811:5870 [1] NCCL WARN NET/IB : Got async event : port error\n"
+                   "[rank9]: Traceback (most recent call last):\n"
+                   '[rank9]:   File "/nfs/mds/pretrain.py", line 310, in train_step\n'
+                   "[rank9]:     dist.all_reduce(grads)\n"
+                   "[rank9]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3356, unhandled "
+                   "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+                   "[rank9]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+                   "device error.\n")
+    assert diagnose([log]).category == "nccl_error"
+
+
+def test_the_ofi_plugin_asking_for_an_option_the_installed_libfabric_lacks_is_a_version_mismatch(tmp_path):
+    log = tmp_path / "cloudwatch.txt"
+    log.write_text("algo-1:212:308 [0] NCCL INFO NET/OFI Using Libfabric version 1.17\n"
+                   "algo-1:212:308 [0] nccl_net_ofi_rdma_init:5871 NCCL WARN NET/OFI Couldn't set "
+                   "FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES. RC: -92, ERROR: Protocol not available\n"
+                   + WATCHDOG.format(r=0))
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == ("version_mismatch", "pin_versions")

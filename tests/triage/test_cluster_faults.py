@@ -39,3 +39,18 @@ def test_the_ofi_plugin_asking_for_an_option_the_installed_libfabric_lacks_is_a_
                    + WATCHDOG.format(r=0))
     result = diagnose([log])
     assert (result.category, result.fixes[0]["kind"]) == ("version_mismatch", "pin_versions")
+
+
+def test_a_datasets_build_that_lost_a_file_from_its_incomplete_folder_is_a_cache_built_twice(tmp_path):
+    log = tmp_path / "slurm-9.out"
+    log.write_text(
+        "1: [rank8]: Traceback (most recent call last):\n"
+        '1: [rank8]:   File "/nfs/proj/sft.py", line 88, in main\n'
+        '1: [rank8]:     ds = load_dataset("json", data_files=files)\n'
+        '1: [rank8]:   File "/env/lib/python3.11/site-packages/datasets/builder.py", line 1788, in _prepare_split_single\n'
+        '1: [rank8]:     raise DatasetGenerationError("An error occurred while generating the dataset") from e\n'
+        "1: [rank8]: datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset\n"
+        "1: [rank8]: (caused by) FileNotFoundError: [Errno 2] No such file or directory: '/nfs/hf/datasets/json/"
+        "default-1a2b/0.0.0/77ce.incomplete/json-train-00004-of-00016.arrow'\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("data_pipeline", 8, "fix_path")

@@ -905,3 +905,12 @@ def test_a_workers_bus_error_in_a_job_that_memory_maps_its_data_checks_the_mappe
     assert "memory-mapped" in mapped.fixes[0]["title"]
     plain = _run(tmp_path, text, command="torchrun --nproc_per_node 2 pt.py features=npy mmap=false", name="p.log")
     assert plain.fixes[0]["kind"] == "increase_shm"
+
+
+def test_a_number_missing_from_a_mapping_keyed_by_rank_is_the_scripts_and_from_a_row_the_datas(tmp_path):
+    by_rank = _run(tmp_path, _traceback(8, [('File "/jobs/det/data/cache.py", line 52, in prepare_local_cache',
+                                             "writer_path = paths_by_rank[0]")], "KeyError: 0"), name="rank.log")
+    assert (by_rank.category, by_rank.failing_rank) == ("code_bug", 8)
+    row = _run(tmp_path, _traceback(0, [('File "/jobs/sft/train.py", line 78, in preprocess',
+                                         'source[0][-1] += " " + EOS')], "KeyError: 0"), name="row.log")
+    assert row.category == "data_schema"

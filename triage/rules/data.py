@@ -54,9 +54,20 @@ def _ragged_rows(text: str, frames: list[dict]):
             "into one tensor")
 
 
+CACHE_RACE_MEANING = (
+    "data_pipeline", ("fix_path", "fix_code"),
+    "two processes built the same datasets cache at once (a cache shared between nodes, or ranks not waiting for "
+    "the main process): give each node its own cache (HF_DATASETS_CACHE on local disk) or build it once before "
+    "the others start (main_process_first)")
+_CACHE_RACE = re.compile(r"(?:No such file or directory|FileNotFoundError)[^\n]{0,300}\.incomplete[/\\']")
+
+
 def _offset_overflow(text: str):
     """Arrow's 32-bit offsets overflowed: one column of one chunk passed 2 GiB (images or long documents
-    kept as one list); nothing in a file is unreadable, the chunking settings are what to change."""
+    kept as one list); nothing in a file is unreadable, the chunking settings are what to change. A build
+    that lost a file from its ".incomplete" folder is two builds of one cache (data.cache_built_twice)."""
+    if _CACHE_RACE.search(text):
+        return CACHE_RACE_MEANING
     if "offset overflow" not in text:
         return None
     return ("data_pipeline", ("fix_config",),
@@ -488,6 +499,19 @@ RULES = [
         ["convert_data_format", "fix_data_file"],
         0.8,
         "no row of the dataset survived conversion: the rows are not in the format registered for the dataset",
+    ),
+    rule(
+        "data.cache_built_twice",
+        "data_pipeline",
+        ROOT,
+        [".incomplete/", ".incomplete\\", ".incomplete'"],
+        # a file under the datasets library's ".incomplete" build folder vanished: another process building the
+        # same cache (another node on a shared file system, ranks not waiting for the main process) finished and
+        # renamed the folder under this one
+        r"(?:No such file or directory|FileNotFoundError|does not exist)[^\n]{0,300}\.incomplete[/\\']",
+        CACHE_RACE_MEANING[1],
+        0.85,
+        CACHE_RACE_MEANING[2],
     ),
     rule(
         "data.file_not_found",

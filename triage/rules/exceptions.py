@@ -69,6 +69,7 @@ _BUILTIN_VALUE_ERROR = re.compile(r"is not in list|substring not found|values to
 _OUTPUT_NOT_TENSOR = re.compile(
     r"^'\w*Output\w*' object has no attribute '(?:norm|size|shape|view|reshape|float|half|to|cpu|cuda|detach|mean|"
     r"sum|unsqueeze|squeeze|dim|numpy|item|softmax|log_softmax|argmax|matmul|t|T|dtype|device|clone|contiguous)'")
+_BY_RANK = re.compile(r"\b\w*(?:rank|node|host|gpu|device|worker|by_\w+)\w*\[", re.IGNORECASE)
 _NUMBER_FROM_TEXT = re.compile(r"^(?:invalid literal for int\(\) with base \d+|could not convert string to float): ")
 _READS_NAMES = re.compile(r"\b(?:listdir|scandir|iterdir|glob|basename)\b|\.(?:stem|name)\b")
 _EINVAL_NO_FILE = re.compile(r"\s*\[Errno 22\] Invalid argument\s*$")
@@ -456,6 +457,12 @@ def _explain(
         # a lookup of a value (a word in a vocabulary, a label in a map), not of a record's field
         return ("data_pipeline", ["fix_code", "fix_data_file"], 0.45,
                 "the script's lookup table (vocabulary, label map) lacks a value the data holds")
+    if exception == "KeyError" and re.fullmatch(r"-?\d{1,6}", message.strip()) and raised_in_user_code \
+            and _BY_RANK.search(str(user_frames[-1].get("code", ""))):
+        # a number as the key of a mapping the script keyed by rank, node or device (`paths_by_rank[0]`): the
+        # mapping lacks that entry (built on another node, or keyed by global rank where the local one is used)
+        return ("code_bug", ["fix_code"], 0.45,
+                f"the script looks up {message.strip()} in a mapping it built by rank or index, which lacks it")
     reads_records = bool(frames) and bool(_ROW_LOOP.search(str(frames[-1].get("code", ""))))
     if exception == "KeyError" and (in_data or reads_records or _DATASET_KEY.match(message.strip())):
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"

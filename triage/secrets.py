@@ -30,9 +30,15 @@ _NOT_SPECIAL_TOKEN = "".join(f"(?<!{prefix}[_\\-.])" for prefix in ("pad", "eos"
 _NOT_SECRET_NAME = r"(?!(?:pad|eos|bos|unk|sep|cls|mask|special|max|num|n)[_\-.]?tokens?\b)"
 _VALUE = r"(?:\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s'\",;&)}\]]{3,})"
 
+# values no secret takes: switches (`--mm_use_im_patch_token False`, `use_auth_token: true`)
+_PLAIN_VALUE = re.compile(r"(?i)^['\"]?(?:true|false|none|null)['\"]?$")
+
+
 def _keep_quotes(match: re.Match) -> str:
-    """name, separator, then the masked value in the quotes it had."""
+    """name, separator, then the masked value in the quotes it had (a switch is kept)."""
     value = match.group(3)
+    if _PLAIN_VALUE.match(value):
+        return match.group(0)
     quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
     return match.group(1) + match.group(2) + quote + MASK + quote
 

@@ -134,3 +134,10 @@ def test_the_standard_library_scan_masks_exactly_as_hyperscan(monkeypatch):
     monkeypatch.setattr(secrets, "_hyperscan", None)
     assert Masker().feed_bytes(block.encode()) == fast
     assert all(secret.encode() not in fast for _, secret, _ in FORMS)
+
+
+def test_a_switch_under_a_secret_like_name_is_kept():
+    from triage.secrets import mask_secrets
+
+    line = "--mm_use_im_patch_token False --use_auth_token true --hub_token s3cr3t-v4lue"
+    assert mask_secrets(line) == "--mm_use_im_patch_token False --use_auth_token true --hub_token ***"

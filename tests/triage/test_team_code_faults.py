@@ -914,3 +914,14 @@ def test_a_number_missing_from_a_mapping_keyed_by_rank_is_the_scripts_and_from_a
     row = _run(tmp_path, _traceback(0, [('File "/jobs/sft/train.py", line 78, in preprocess',
                                          'source[0][-1] += " " + EOS')], "KeyError: 0"), name="row.log")
     assert row.category == "data_schema"
+
+
+def test_a_size_mismatch_where_the_model_adds_its_positions_is_an_input_longer_than_the_model(tmp_path):
+    modeling = ('File "/env/lib/python3.10/site-packages/transformers/models/whisper/modeling_whisper.py", line 1334, '
+                "in forward", "hidden_states = inputs_embeds + positions.to(inputs_embeds.device)")
+    message = "RuntimeError: The size of tensor a (517) must match the size of tensor b (448) at non-singleton dimension 1"
+    long_row = _run(tmp_path, _traceback(1, [modeling], message), name="long.log")
+    assert (long_row.category, long_row.fixes[0]["kind"], long_row.failing_rank) == ("data_pipeline", "fix_data_file", 1)
+    own = _run(tmp_path, _traceback(1, [('File "/jobs/asr/loss.py", line 40, in loss', "d = pred - target")], message),
+               name="own.log")
+    assert own.category == "code_bug"

@@ -19,6 +19,25 @@ def _optimizer_state_of_another_model(frames: list[dict]):
     return None
 
 
+_POSITIONS = re.compile(r"position|embed_pos|pos_emb|positions\b", re.IGNORECASE)
+_MODELING_FILE = re.compile(r"modeling_\w+\.py$|[/\\]models?[/\\]")
+
+
+def _shapes_within(text: str, frames: list[dict]):
+    """Shapes that disagree inside the optimizer's step (another model's optimizer state); or where a model's
+    own code adds its position embeddings: the input is longer than the model's maximum positions (a row the
+    preprocessing did not truncate), the data's length, not the script's code."""
+    other_state = _optimizer_state_of_another_model(frames)
+    if other_state is not None:
+        return other_state
+    if frames and _MODELING_FILE.search(str(frames[-1].get("file", ""))) \
+            and _POSITIONS.search(str(frames[-1].get("code", ""))) and "must match the size of tensor" in text:
+        return ("data_pipeline", ("fix_data_file", "reduce_seq_len"),
+                "an input is longer than the model's maximum positions (its position embeddings end there): a row "
+                "the preprocessing did not truncate; cut or drop rows over the limit")
+    return None
+
+
 def _devices_met_in_own_code(frames: list[dict]):
     """Two GPUs' tensors meeting in the script's own module (its forward, its loss): the script put one of them
     on a device by hand (cuda:{local_rank} where the job's runner already narrowed the visible GPUs)."""
@@ -156,7 +175,7 @@ RULES = [
         ["fix_code", "fix_config"],
         0.5,
         "tensor shapes do not fit each other",
-        within=lambda text, frames: _optimizer_state_of_another_model(frames),
+        within=_shapes_within,
     ),
     rule(
         "code.dtype_mismatch",

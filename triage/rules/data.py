@@ -368,6 +368,19 @@ RULES = [
         "features and targets as float32",
     ),
     rule(
+        "data.integer_targets",
+        "data_schema",
+        ROOT,
+        ["Found dtype Long but expected Float", "Found dtype Int but expected Float"],
+        # a regression or similarity loss (MSE, cosine) handed integer targets: the score column was stored as
+        # whole numbers (0/1, 1-5 ratings) where the loss takes floats
+        r"Found dtype (?:Long|Int) but expected (?:Float|Half|BFloat16)",
+        ["convert_data_format", "fix_code"],
+        0.6,
+        "the loss got integer targets where it takes floats: the label/score column holds whole numbers; store it "
+        "as floats (0.0-1.0) or cast it in the collator",
+    ),
+    rule(
         "data.no_mask_token",
         "data_pipeline",
         ROOT,

@@ -173,3 +173,32 @@ RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:
 def test_what_an_embedding_mismatch_says_about_the_checkpoint(tmp_path, saved, current, first_fix):
     result = _diagnose(tmp_path, EMBEDDINGS.format(saved=saved, current=current))
     assert result.category == "model_load" and result.fixes[0]["kind"] == first_fix
+
+
+CACHE_CUT = """\
+Traceback (most recent call last):
+  File "/opt/kd/kd.py", line 119, in distill
+    {code}
+  File "/env/lib/python3.11/site-packages/torch/serialization.py", line 1568, in load
+    with _open_zipfile_reader(opened_file) as opened_zipfile:
+RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory
+"""
+
+
+@pytest.mark.parametrize("code, category", [
+    ("cache = torch.load(cp, weights_only=True)", "data_corrupt"),
+    ("teacher_logits = torch.load(path)", "data_corrupt"),
+    ("state = torch.load(cfg.init_from)", "model_load"),
+])
+def test_what_the_script_loads_a_cut_torch_file_into_says_whether_it_was_data(tmp_path, code, category):
+    assert _diagnose(tmp_path, CACHE_CUT.format(code=code)).category == category
+
+
+def test_numpy_refusing_a_seed_the_script_computed_is_the_scripts_bug(tmp_path):
+    text = ('Traceback (most recent call last):\n  File "/opt/kd/kd.py", line 66, in setup\n'
+            "    np.random.seed(seed)\n"
+            '  File "numpy/random/mtrand.pyx", line 4831, in numpy.random.mtrand.seed\n'
+            '  File "numpy/random/_mt19937.pyx", line 182, in numpy.random._mt19937.MT19937._legacy_seeding\n'
+            "ValueError: Seed must be between 0 and 2**32 - 1\n")
+    result = _diagnose(tmp_path, text)
+    assert (result.category, result.fixes[0]["kind"]) == ("code_bug", "fix_code")

@@ -662,7 +662,9 @@ _COMPILER_REFUSALS = frozenset({"UserError", "Unsupported", "UncapturedHigherOrd
 _OUT_OF_RANGE_ID = re.compile(r"number too small to fit in target type|out of range integral type conversion|"
                               r"can't convert negative int to unsigned")
 _SAME_OBJECT = re.compile(r"(?:cannot|can't|must not|should not) be the same (?:object|instance)")
-_RANDOM_MODULE = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]random\.py$")
+# Python's random module and numpy's generators (their Cython files, named without a folder in tracebacks)
+_RANDOM_MODULE = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]random\.py$|numpy[/\\.]random[/\\.]|"
+                            r"(?:^|[/\\])(?:mtrand|_mt19937|_generator|bit_generator)\.pyx$")
 _OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
 _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"

@@ -81,12 +81,31 @@ _LOADER_FRAMES = re.compile(r"serialization|torch[/\\]|from_pretrained|load_stat
                             r"safetensors|peft|accelerate|deepspeed|transformers", re.IGNORECASE)
 
 
+# the script's own line assigning what torch.load / pickle.load returns to a name for prepared data
+_LOADS_DATA_INTO = re.compile(
+    r"^\s*(?:self\.)?\w*(?:cache|rows|tokens|tokenized|feats|features|logits|embeddings|embeds|shard|samples|"
+    r"examples|dataset|batches)\w*\s*=\s*(?:torch|pickle|joblib)\.load\(", re.IGNORECASE)
+
+
+def _own_code(frames: list[dict]) -> str:
+    """The code line of the script's last own frame."""
+    from triage.rules.exceptions import library_file
+
+    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
+    return str(own[-1].get("code", "")) if own else ""
+
+
 def _what_the_pickle_was(text: str, frames: list[dict]):
     """torch's new weights_only default refusing a class; or a file the script unpickles itself (a cache of
     rows, not a checkpoint: no loader of a library in the traceback) that was cut short."""
     refused = _weights_only_default(text, frames)
     if refused is not None:
         return refused
+    if _LOADS_DATA_INTO.search(_own_code(frames)):
+        # `cache = torch.load(path)`, `feats = torch.load(...)`: the file holds prepared data, not weights
+        return ("data_corrupt", ("fix_data_file",),
+                "a file of prepared data the script loads (a cache of rows, features or teacher outputs) is cut "
+                "short or damaged: rebuild it")
     if ("UnpicklingError" in text or "pickle data was truncated" in text or "Ran out of input" in text) \
             and frames and not any(_LOADER_FRAMES.search(str(frame.get("file", ""))) for frame in frames):
         return ("data_corrupt", ("fix_data_file",),

@@ -70,6 +70,14 @@ OWN_SETS = {
     "blind33": ROOT / "tests" / "triage" / "fixtures" / "blind33",
     "blind26": ROOT / "tests" / "triage" / "fixtures" / "blind26",
     "blind29": ROOT / "tests" / "triage" / "fixtures" / "blind29",
+    "cpu_blind25": ROOT / "tests" / "fixtures" / "cpu_blind25",
+    "blind35": ROOT / "tests" / "triage" / "fixtures" / "blind35",
+    "blind36": ROOT / "tests" / "triage" / "fixtures" / "blind36",
+    "blind37": ROOT / "tests" / "triage" / "fixtures" / "blind37",
+    "cpu_blind26": ROOT / "tests" / "fixtures" / "cpu_blind26",
+    "cpu_blind27": ROOT / "tests" / "fixtures" / "cpu_blind27",
+    "cpu_blind28": ROOT / "tests" / "fixtures" / "cpu_blind28",
+    "cpu_blind29": ROOT / "tests" / "fixtures" / "cpu_blind29",
 }
 
 

@@ -704,3 +704,14 @@ def test_a_tensor_method_asked_of_a_librarys_output_object_is_a_changed_return_t
     assert found[:2] == ("version_mismatch", ["fix_code", "pin_versions"])
     own = exceptions.explain("AttributeError", "'BatchEncoding' object has no attribute 'norm'", frames)
     assert own[0] != "version_mismatch"
+
+
+def test_a_librarys_assert_on_its_arguments_is_a_settings_problem():
+    site = "/env/lib/python3.10/site-packages/swift/trainers/rlhf_trainer/grpo_trainer.py"
+    frames = [{"file": "/home/me/run.py", "line": 5, "function": "<module>"},
+              {"file": site, "line": 402, "function": "prepare_vllm",
+               "code": "assert get_device_count() == self.args.num_infer_workers, ("}]
+    message = "Colocate mode requires device_count(3) == num_infer_workers(4)."
+    assert exceptions.explain("AssertionError", message, frames)[0] == "config_invalid"
+    frames[-1]["code"] = "assert len(buckets) == len(offsets)"
+    assert exceptions.explain("AssertionError", message, frames)[0] != "config_invalid"

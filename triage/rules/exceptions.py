@@ -69,6 +69,8 @@ _BUILTIN_VALUE_ERROR = re.compile(r"is not in list|substring not found|values to
 _OUTPUT_NOT_TENSOR = re.compile(
     r"^'\w*Output\w*' object has no attribute '(?:norm|size|shape|view|reshape|float|half|to|cpu|cuda|detach|mean|"
     r"sum|unsqueeze|squeeze|dim|numpy|item|softmax|log_softmax|argmax|matmul|t|T|dtype|device|clone|contiguous)'")
+_ASSERTS_SETTINGS = re.compile(r"^\s*assert\b.*\b(?:self\.)?(?:args|config|cfg|training_args|hparams|opt|opts|"
+                               r"train_config|model_args|data_args)\.\w+")
 _BY_RANK = re.compile(r"\b\w*(?:rank|node|host|gpu|device|worker|by_\w+)\w*\[", re.IGNORECASE)
 _NUMBER_FROM_TEXT = re.compile(r"^(?:invalid literal for int\(\) with base \d+|could not convert string to float): ")
 _READS_NAMES = re.compile(r"\b(?:listdir|scandir|iterdir|glob|basename)\b|\.(?:stem|name)\b")
@@ -523,6 +525,12 @@ def _explain(
     if exception == "AssertionError" and frames and _FINITE_CHECK.search(str(frames[-1].get("code", ""))):
         # `assert torch.isfinite(loss)` (a loss-checking hook, a script's guard): the values went NaN/inf
         return "numerical", ["fix_numerics"], 0.55, "an assertion that the loss is finite failed"
+    if exception == "AssertionError" and frames and not raised_in_user_code \
+            and _ASSERTS_SETTINGS.search(str(frames[-1].get("code", ""))):
+        # a library's own assert on the arguments it was started with (`assert device_count() ==
+        # self.args.num_infer_workers`): the job's settings contradict each other or the hardware
+        return ("config_invalid", ["fix_config"], 0.45,
+                "a library's assertion on the job's settings failed: they contradict each other or the hardware")
     refused = _REFUSED_CALL.search(message)
     if refused and user_frames and f".{refused.group(1)}(" in str(user_frames[-1].get("code", "")):
         # "Calling `cuda()` is not supported for 4-bit models" and the script's own line is `model.cuda()`:

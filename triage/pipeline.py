@@ -177,6 +177,11 @@ def _read_as(winner, meant):
     return replace(winner, category=meant[0], fixes=list(meant[1]), summary=meant[2])
 
 
+# a JSON Lines reader: one record parsed per line (a config is parsed whole, once)
+_PARSES_A_LINE = re.compile(r"json\.loads\(\s*(?:line|ln|l|raw|row|rec|record|text_line)\b|"
+                            r"for\s+\w+\s+in\s+\w+.*json\.loads\(")
+
+
 def _reread(winner, verdict: Verdict, command: str | None):
     """The winner, reinterpreted by what the launch command shows: a parse error in the config file it
     names, a division by a setting it gives as 0."""
@@ -187,7 +192,9 @@ def _reread(winner, verdict: Verdict, command: str | None):
     if winner.category == "data_corrupt":
         frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
         configs, data = named_files(cmd)
-        meant = config_rules.unreadable_config(verdict.exception, exception_rules.reading_data(frames), configs, data)
+        reads_rows = exception_rules.reading_data(frames) or any(
+            _PARSES_A_LINE.search(str(frame.get("code", ""))) for frame in frames)
+        meant = config_rules.unreadable_config(verdict.exception, reads_rows, configs, data)
     elif winner.rule_id == "config.ranks_built_different_models":
         meant = config_rules.models_differ_on_one_node(winner.rule_id, _one_node(cmd, command))
     elif winner.category == "code_bug":

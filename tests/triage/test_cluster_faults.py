@@ -54,3 +54,23 @@ def test_a_datasets_build_that_lost_a_file_from_its_incomplete_folder_is_a_cache
         "default-1a2b/0.0.0/77ce.incomplete/json-train-00004-of-00016.arrow'\n")
     result = diagnose([log])
     assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("data_pipeline", 8, "fix_path")
+
+
+def test_a_json_log_whose_gradient_norm_turned_nan_is_numerical(tmp_path):
+    log = tmp_path / "logging.jsonl"
+    log.write_text('{"loss": 1.41, "grad_norm": 3.14, "learning_rate": 1.9e-05, "global_step/max_steps": "6080/8802"}\n'
+                   '{"loss": 2.91, "grad_norm": NaN, "learning_rate": 1.86e-05, "global_step/max_steps": "6130/8802"}\n'
+                   '{"loss": 0.0, "grad_norm": NaN, "learning_rate": 1.85e-05, "global_step/max_steps": "6135/8802"}\n')
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == ("numerical", "fix_numerics")
+
+
+def test_an_empty_batch_reaching_the_model_is_the_split_not_the_model(tmp_path):
+    log = tmp_path / "eval.log"
+    log.write_text('[rank3]:   File "/env/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", '
+                   "line 1085, in _prepare_4d_causal_attention_mask_with_cache_position\n"
+                   "[rank3]:     causal_mask = causal_mask[:, None, None, :].expand(batch_size, 1, -1, -1)\n"
+                   "[rank3]: RuntimeError: cannot reshape tensor of 0 elements into shape [0, -1] because the "
+                   "unspecified dimension size -1 can be any value and is ambiguous\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("data_pipeline", 3, "fix_config")

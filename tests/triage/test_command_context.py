@@ -171,3 +171,9 @@ def test_a_numbered_part_missing_only_on_the_last_rank_is_the_process_count(tmp_
     assert result.category == category
     if category == "config_invalid":
         assert result.fixes[0]["kind"] == "fix_config" and "fewer processes" in result.summary
+
+
+def test_a_parse_error_of_one_line_of_a_jsonl_file_is_the_datas_even_with_a_json_config(tmp_path):
+    text = PARSE_ERROR.replace("overrides = json.load(handle)", "self.rows.append(json.loads(line))")
+    result = _diagnose(tmp_path, text, "torchrun --nproc_per_node 2 run_pretrain.py --config train.json")
+    assert (result.category, result.failing_rank) == ("data_corrupt", 1)

@@ -715,3 +715,15 @@ def test_a_librarys_assert_on_its_arguments_is_a_settings_problem():
     assert exceptions.explain("AssertionError", message, frames)[0] == "config_invalid"
     frames[-1]["code"] = "assert len(buckets) == len(offsets)"
     assert exceptions.explain("AssertionError", message, frames)[0] != "config_invalid"
+
+
+def test_a_librarys_own_getattr_refusing_a_name_is_a_removed_api():
+    frames = [{"file": "/home/me/fim_train.py", "line": 80, "function": "encode",
+               "code": "enc = tok.batch_encode_plus(texts, padding=True)"},
+              {"file": "/env/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", "line": 1290,
+               "function": "__getattr__"}]
+    message = "TokenizersBackend has no attribute batch_encode_plus. Did you mean: '_encode_plus'?"
+    assert exceptions.explain("AttributeError", message, frames)[:2] == ("version_mismatch", ["fix_code", "pin_versions"])
+    # Python's own wording for the script's own object stays the script's bug
+    own = exceptions.explain("AttributeError", "'FIMShard' object has no attribute 'tokenzier'", frames[:1])
+    assert own[0] == "code_bug"

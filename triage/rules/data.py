@@ -381,6 +381,19 @@ RULES = [
         "as floats (0.0-1.0) or cast it in the collator",
     ),
     rule(
+        "data.empty_batch",
+        "data_pipeline",
+        ROOT,
+        ["tensor of 0 elements"],
+        # a model's own reshape given a batch of no rows: more processes than samples, or an uneven split whose
+        # last rank got nothing (accelerate's even_batches=False, split_between_processes on a short list)
+        r"cannot reshape tensor of 0 elements into shape \[0,",
+        ["fix_config", "fix_code"],
+        0.7,
+        "a batch with no rows reached the model: the data was split over more processes than it has rows (or "
+        "unevenly, with the last rank left empty); pad the split (even_batches) or skip empty batches",
+    ),
+    rule(
         "data.no_mask_token",
         "data_pipeline",
         ROOT,

@@ -69,6 +69,7 @@ _BUILTIN_VALUE_ERROR = re.compile(r"is not in list|substring not found|values to
 _OUTPUT_NOT_TENSOR = re.compile(
     r"^'\w*Output\w*' object has no attribute '(?:norm|size|shape|view|reshape|float|half|to|cpu|cuda|detach|mean|"
     r"sum|unsqueeze|squeeze|dim|numpy|item|softmax|log_softmax|argmax|matmul|t|T|dtype|device|clone|contiguous)'")
+_LIBRARY_GETATTR = re.compile(r"^[A-Z]\w+ has no attribute '?\w+'?")
 _ASSERTS_SETTINGS = re.compile(r"^\s*assert\b.*\b(?:self\.)?(?:args|config|cfg|training_args|hparams|opt|opts|"
                                r"train_config|model_args|data_args)\.\w+")
 _BY_RANK = re.compile(r"\b\w*(?:rank|node|host|gpu|device|worker|by_\w+)\w*\[", re.IGNORECASE)
@@ -385,12 +386,21 @@ def _explain(
     # Python's attribute machinery raises on behalf of the caller: `obj.generate` on a DDP wrapper
     # fails in torch's Module.__getattr__, but the bug is the line that asked for it
     asked_os = bool(frames) and bool(_OS_MODULE.search(str(frames[-1].get("file", ""))))  # os.environ[...]
+    # a library's own __getattr__ refusing a name (its message has no quotes: "TokenizersBackend has no attribute
+    # batch_encode_plus"): the installed release dropped or renamed what the script asks for
+    library_refused_name = exception == "AttributeError" and bool(frames) and bool(_LIBRARY_GETATTR.match(
+        message.strip())) and library_file(str(frames[-1].get("file", ""))) \
+        and str(frames[-1].get("function", "")).endswith("__getattr__")
     while frames and frames[-1].get("function", "").rsplit(".", 1)[-1] in _ON_BEHALF:
         frames = frames[:-1]
     user_frames = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
     raised_in_user_code = bool(frames) and frames[-1] in user_frames
     in_metrics = any(_METRIC_FRAMES.search(str(frame.get("function", ""))) for frame in user_frames[-2:])
     # a DataLoader worker's start-up hook (seeding) is the script's own code, not the data it reads
+    if library_refused_name and user_frames:
+        return ("version_mismatch", ["fix_code", "pin_versions"], 0.5,
+                "a library object no longer has the attribute the script asks for (removed or renamed in the "
+                "installed release)")
     in_worker_setup = bool(user_frames) and bool(_WORKER_SETUP.search(str(user_frames[-1].get("function", ""))))
     if in_worker_setup and (exception in _CODE_BUGS or exception in ("ValueError", "OverflowError")):
         return "code_bug", ["fix_code"], 0.4, f"a {exception} in the DataLoader worker's start-up hook"

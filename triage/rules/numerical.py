@@ -46,10 +46,12 @@ RULES = [
         "numerical.grad_norm_nan",
         "numerical",
         ROOT,
-        ["'grad_norm': nan", "'grad_norm': 'nan'", "grad_norm=nan", "grad_norm: nan", "'grad_norm': inf"],
+        ["'grad_norm': nan", "'grad_norm': 'nan'", "grad_norm=nan", "grad_norm: nan", "'grad_norm': inf",
+         '"grad_norm": NaN', '"grad_norm": nan', '"grad_norm": Infinity', '"grad_norm": inf'],
         # the Trainer's log dict: the gradient norm turned NaN (the loss often reads 0.0 from then on, since
         # the fp16 scaler skips every step); weaker than an exception, which is the root when there is one
-        r"'grad_norm': '?(?:nan|inf)\b|grad_norm[=:] ?(?:nan|inf)\b",
+        # (JSON log lines too: "grad_norm": NaN, as Python's json writes it)
+        r"['\"]grad_norm['\"]: ['\"]?(?:nan|NaN|inf|Infinity)\b|grad_norm[=:] ?(?:nan|inf)\b",
         ["fix_numerics"],
         0.5,
         "the gradient norm became NaN/inf: training diverged (fp16 overflow, a learning rate too high)",

@@ -345,6 +345,10 @@ def _signal_candidates(collected: Collected) -> list[Candidate]:
     """A rank that died of a signal with no exception of its own: what that signal means (rules/signals.py)."""
     out = []
     for item in collected.launcher.exits:
+        if item.pid is not None and item.pid in collected.launcher.sigterm_pids:
+            # the launcher was ending this process already (it sent it SIGTERM): a SIGKILL after that is its own
+            # escalation ("Unable to shutdown process ... forcefully exiting via Signals.SIGKILL"), not a kill
+            continue
         for meaning in signals.MEANINGS:
             if meaning.covers(item.exit_code, item.signal):
                 rank = item.rank if item.rank is not None else item.local_rank

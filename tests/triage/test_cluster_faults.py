@@ -74,3 +74,30 @@ def test_an_empty_batch_reaching_the_model_is_the_split_not_the_model(tmp_path):
                    "unspecified dimension size -1 can be any value and is ambiguous\n")
     result = diagnose([log])
     assert (result.category, result.failing_rank, result.fixes[0]["kind"]) == ("data_pipeline", 3, "fix_config")
+
+
+def test_a_plain_process_missing_the_launchers_variables_never_joined_the_job(tmp_path):
+    log = tmp_path / "slurm-44.out"
+    log.write_text('Traceback (most recent call last):\n  File "/home/u/proj/train.py", line 21, in <module>\n'
+                   '    local_rank = int(os.environ["LOCAL_RANK"])\n'
+                   '  File "<frozen os>", line 679, in __getitem__\nKeyError: \'LOCAL_RANK\'\n')
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == ("rendezvous", "fix_rendezvous")
+
+
+def test_a_sigkill_after_the_launcher_sent_sigterm_is_its_own_escalation_not_the_oom_killer(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/root/proj/trainer.py", line 198, in train_epoch\n'
+        "[rank1]:     dist.reduce(metrics, dst=0)\n"
+        "[rank1]: RuntimeError: HcclReduce: HCCL function error: hcclReduce(...), error code is 5\n"
+        "W0907 13:02:53.331000 318 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 3184 "
+        "closing signal SIGTERM\n"
+        "W0907 13:03:23.335000 318 torch/distributed/elastic/multiprocessing/api.py:918] Unable to shutdown process "
+        "3184 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL\n"
+        "Failures:\n[1]:\n  time      : 2026-09-07_13:03:24\n  host      : localhost\n"
+        "  rank      : 0 (local_rank: 0)\n  exitcode  : -9 (pid: 3184)\n  error_file: <N/A>\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 3184\n")
+    result = diagnose([log])
+    assert result.category != "host_oom" and result.failing_rank == 1

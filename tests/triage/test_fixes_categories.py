@@ -399,3 +399,10 @@ def test_it_relaxes_the_limit_of_a_filter_that_left_no_rows(line, flag, new):
               "got num_samples=0", facts={"filter_line": line})
     assert flag in one["command"] and one["check"]["passed"]
     assert str(new) in one["title"]
+
+
+def test_a_script_started_without_a_launcher_is_told_to_start_under_one():
+    one = fix("fix_rendezvous", "rendezvous", "python finetune.py --epochs 3", message="KeyError: 'LOCAL_RANK'",
+              evidence=["KeyError: 'LOCAL_RANK'"])
+    assert one["title"] == "Start the script under a distributed launcher"
+    assert one["notes"][0] == "torchrun --nproc_per_node <GPUs per node> finetune.py --epochs 3"

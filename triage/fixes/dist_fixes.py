@@ -117,6 +117,9 @@ def set_nccl_env(ctx, kind: str) -> dict:
     )
 
 
+_LAUNCHER_VARIABLE = re.compile(r"KeyError: '(LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'")
+
+
 def fix_rendezvous(ctx, kind: str) -> dict:
     edits = Edits(ctx)
     cmd = edits.cmd
@@ -129,6 +132,17 @@ def fix_rendezvous(ctx, kind: str) -> dict:
             edits.rw.remove_flag(("hostfile",), where="launcher")
         return edits.fix(kind, "Make the DeepSpeed launcher reach every host", "The launcher never started the "
                          "workers: its ssh check to another host failed.", notes=notes)
+    unset = _LAUNCHER_VARIABLE.search(text)
+    if unset:
+        first = (ctx.command or "").strip().splitlines()[0].strip() if (ctx.command or "").strip() else ""
+        start = first.split(None, 1)[1] if re.match(r"python3?\s+\S", first) else "train.py ..."
+        notes = [f"torchrun --nproc_per_node <GPUs per node> {start}",
+                 "under Slurm, one task per node: srun torchrun --nnodes $SLURM_NNODES --nproc_per_node <GPUs> "
+                 "--rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 ...; or one task per GPU with RANK, "
+                 "LOCAL_RANK and WORLD_SIZE exported from SLURM_PROCID, SLURM_LOCALID and SLURM_NTASKS"]
+        return edits.fix(kind, "Start the script under a distributed launcher",
+                         f"The script reads {unset.group(1)}, which only a distributed launcher sets; it was started "
+                         "as a plain process, so it cannot join the job.", notes=notes)
     port_keys = {"torchrun": ("master_port",), "deepspeed": ("master_port",), "accelerate": ("main_process_port",)}
     old_port = None
     if cmd.launcher in port_keys:

@@ -39,6 +39,7 @@ _SCALAR_FIELD = re.compile(
     r"can only concatenate (?:str \(not \"list\"\) to str|list \(not \"str\"\) to list)"
 )
 _ENV_KEY = re.compile(r"^'[A-Z][A-Z0-9_]{1,60}'$")
+_LAUNCHER_ENV = re.compile(r"^'(?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'$")
 _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 # a string where a number belongs ("must be real number, not str", torch.tensor(["3.5"]))
 _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
@@ -573,6 +574,12 @@ def _explain(
                 and raised_in_user_code and category in _SOFT_KEYWORDS)
         if not weak:
             return category, fixes, weight, f"the message keywords {words!r}"
+    if exception == "KeyError" and _LAUNCHER_ENV.match(message.strip()) and asked_os:
+        # os.environ['LOCAL_RANK'] unset: the process was not started by a distributed launcher (a plain
+        # `python train.py` under sbatch, a launcher that sets other names): the job never formed
+        return ("rendezvous", ["fix_rendezvous", "fix_config"], 0.5,
+                f"the launcher's variable {message.strip()} is not set: the process was started without a distributed "
+                "launcher (torchrun, or srun with the rank variables exported), so it cannot join the job")
     if exception == "KeyError" and _ENV_KEY.match(message.strip()) and asked_os:
         # os.environ['RUN_TAG'] on a node where it is not set
         return ("config_invalid", ["fix_config", "fix_code"], 0.5,

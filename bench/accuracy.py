@@ -78,6 +78,9 @@ OWN_SETS = {
     "cpu_blind27": ROOT / "tests" / "fixtures" / "cpu_blind27",
     "cpu_blind28": ROOT / "tests" / "fixtures" / "cpu_blind28",
     "cpu_blind29": ROOT / "tests" / "fixtures" / "cpu_blind29",
+    "blind40": ROOT / "tests" / "triage" / "fixtures" / "blind40",
+    "cpu_blind31": ROOT / "tests" / "fixtures" / "cpu_blind31",
+    "cpu_blind32": ROOT / "tests" / "fixtures" / "cpu_blind32",
 }
 
 

@@ -113,6 +113,9 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind27",
     ROOT / "tests" / "fixtures" / "cpu_blind28",
     ROOT / "tests" / "fixtures" / "cpu_blind29",
+    FIXTURES / "blind40",
+    ROOT / "tests" / "fixtures" / "cpu_blind31",
+    ROOT / "tests" / "fixtures" / "cpu_blind32",
 ]
 
 

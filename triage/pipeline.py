@@ -114,12 +114,9 @@ def _build(
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
         category, rule_id, facts = winner.category, winner.rule_id, dict(winner.facts)
-        if category == "data_pipeline":
-            filters = [hit for hit in collected.hits if hit.rule.id == "data.filtered_to_nothing"]
-            if filters:
-                facts.setdefault("filter_line", (filters[-1].text or "")[:300])
-            elif facts.get("rank_data_empty") and command and _FILTER_VALUE.search(command):
-                facts.setdefault("filter_line", _FILTER_VALUE.search(command).group(0).strip(" -"))
+        filters = [hit for hit in collected.hits if hit.rule.id == "data.filtered_to_nothing"]
+        if category == "data_pipeline" and filters:
+            facts["filter_line"] = (filters[-1].text or "")[:300]  # the log's own count: the fix relaxes its limit
         kinds = _fix_kinds(winner, collected, verdict, command, configs, world_size)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
@@ -196,7 +193,7 @@ def _reread(winner, verdict: Verdict, command: str | None):
             _PARSES_A_LINE.search(str(frame.get("code", ""))) for frame in frames)
         meant = config_rules.unreadable_config(verdict.exception, reads_rows, configs, data)
     elif winner.rule_id == "config.ranks_built_different_models":
-        meant = config_rules.models_differ_on_one_node(winner.rule_id, _one_node(cmd, command))
+        meant = config_rules.models_differ_on_one_node(_one_node(cmd, command))
     elif winner.category == "code_bug":
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
@@ -204,18 +201,12 @@ def _reread(winner, verdict: Verdict, command: str | None):
     return _read_as(winner, meant)
 
 
-_LAUNCH_LINE = re.compile(r"^\s*(?:\S+=\S+\s+)*(?:torchrun|accelerate\s+launch|deepspeed|srun|python3?\s+-m\s+torch)",
-                          re.MULTILINE)
-
-
-def _one_node(cmd, command: str) -> int | None:
-    """1 where the command is one launch that states its process count and runs one node; else None."""
+def _one_node(cmd, command: str) -> bool:
+    """The command is one launch (torchrun, accelerate, deepspeed, no wrapper) that states its process count
+    and runs one node."""
     shape = launch_shape(cmd)
-    if len(_LAUNCH_LINE.findall(command)) != 1 or not shape.stated or shape.nodes != 1:
-        return None
-    if cmd.launcher not in ("torchrun", "accelerate", "deepspeed") or cmd.wrappers:
-        return None
-    return 1
+    return (len(parse_script(command).launches) == 1 and shape.stated and shape.nodes == 1
+            and cmd.launcher in ("torchrun", "accelerate", "deepspeed") and not cmd.wrappers)
 
 
 def _reread_by_world(winner, verdict: Verdict, world_size: int | None):
@@ -239,21 +230,22 @@ def _reread_by_hints(winner, collected, failing_rank: int | None):
     return _read_as(winner, meant)
 
 
-# a launch setting that filters rows by a limit (min_caption_words=5, --max_len 512, filter_...)
-_FILTER_SETTING = re.compile(r"(?:^|[\s-])(?:min|max)_\w*(?:words|len|length|chars|tokens|score)\b|(?:^|[\s-])filter\w*[=\s]",
-                             re.IGNORECASE)
-
-
-_FILTER_VALUE = re.compile(r"(?:^|[\s-])(?:min|max)_\w*(?:words|len|length|chars|tokens|score)[=\s]+\d+", re.IGNORECASE)
+# a launch setting that filters rows by a limit (min_caption_words=5, --max_len 512), with its value when it has one
+_FILTER_LIMIT = r"(?:^|[\s-])(?:min|max)_\w*(?:words|len|length|chars|tokens|score)"
+_FILTER_SETTING = re.compile(_FILTER_LIMIT + r"\b|(?:^|[\s-])filter\w*[=\s]", re.IGNORECASE)
+_FILTER_VALUE = re.compile(_FILTER_LIMIT + r"[=\s]+\d+", re.IGNORECASE)
 
 
 def _reread_empty_by_filter(winner, command: str | None):
     """A rank whose data came out empty, in a job whose command sets a row filter's limit: the filter left it
-    nothing (data_pipeline, its limit first), not an empty file."""
+    nothing (data_pipeline, its limit first, which the fix relaxes), not an empty file."""
     if winner is None or not command or not winner.facts.get("rank_data_empty"):
         return winner
     if not _FILTER_SETTING.search(command):
         return winner
+    value = _FILTER_VALUE.search(command)
+    if value is not None:
+        winner = replace(winner, facts={**winner.facts, "filter_line": value.group(0).strip(" -")})
     return _read_as(winner, ("data_pipeline", ("fix_config", "fix_data_file"),
                              "the rank its peers waited for had no rows left after the command's filter setting, so "
                              "it never reached their collective: relax the filter's limit (or rebalance the shards)"))

@@ -205,10 +205,9 @@ class TracebackAssembler:
 
     def feed(self, lineno: int, text: str, seq: int, t: float | None) -> Traceback | None:
         """Returns a traceback when this line completed one."""
-        try:
-            return self._feed(lineno, text, seq, t)
-        finally:
-            self.previous_text = text
+        done = self._feed(lineno, text, seq, t)
+        self.previous_text = text
+        return done
 
     @property
     def open(self) -> bool:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from triage.rules.exceptions import LAUNCHER_VARIABLES
+
 from .common import Edits, evidence_text
 
 FLIGHT_RECORDER = {
@@ -117,7 +119,7 @@ def set_nccl_env(ctx, kind: str) -> dict:
     )
 
 
-_LAUNCHER_VARIABLE = re.compile(r"KeyError: '(LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'")
+_LAUNCHER_VARIABLE = re.compile(rf"KeyError: '({'|'.join(LAUNCHER_VARIABLES)})'")
 
 
 def fix_rendezvous(ctx, kind: str) -> dict:

@@ -486,11 +486,11 @@ def checkpointing_without_input_grads(rule_id: str | None, message: str | None, 
             "model.enable_input_require_grads()")
 
 
-def models_differ_on_one_node(rule_id: str | None, nodes: int | None):
+def models_differ_on_one_node(one_node: bool):
     """DDP finding the ranks' models differ in shape, in a job the command runs on one node: every rank read
     the same config and weights from the same disk, so the script built the model from something each rank
     reads for itself (its own data shard's labels or vocabulary). (category, fixes, summary) or None."""
-    if rule_id != "config.ranks_built_different_models" or nodes != 1:
+    if not one_node:
         return None
     return ("code_bug", ("fix_code", "fix_config"),
             "the ranks of one node built models of different shapes from the same files: the script sizes the model "

@@ -59,7 +59,8 @@ CACHE_RACE_MEANING = (
     "two processes built the same datasets cache at once (a cache shared between nodes, or ranks not waiting for "
     "the main process): give each node its own cache (HF_DATASETS_CACHE on local disk) or build it once before "
     "the others start (main_process_first)")
-_CACHE_RACE = re.compile(r"(?:No such file or directory|FileNotFoundError)[^\n]{0,300}\.incomplete[/\\']")
+# a file gone from the datasets library's ".incomplete" build folder (data.cache_built_twice)
+_CACHE_RACE = re.compile(r"(?:No such file or directory|FileNotFoundError|does not exist)[^\n]{0,300}\.incomplete[/\\']")
 
 
 def _offset_overflow(text: str):
@@ -534,7 +535,7 @@ RULES = [
         # a file under the datasets library's ".incomplete" build folder vanished: another process building the
         # same cache (another node on a shared file system, ranks not waiting for the main process) finished and
         # renamed the folder under this one
-        r"(?:No such file or directory|FileNotFoundError|does not exist)[^\n]{0,300}\.incomplete[/\\']",
+        _CACHE_RACE.pattern,
         CACHE_RACE_MEANING[1],
         0.85,
         CACHE_RACE_MEANING[2],

@@ -39,7 +39,9 @@ _SCALAR_FIELD = re.compile(
     r"can only concatenate (?:str \(not \"list\"\) to str|list \(not \"str\"\) to list)"
 )
 _ENV_KEY = re.compile(r"^'[A-Z][A-Z0-9_]{1,60}'$")
-_LAUNCHER_ENV = re.compile(r"^'(?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'$")
+# the variables only a distributed launcher sets (torchrun, srun with them exported)
+LAUNCHER_VARIABLES = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+_LAUNCHER_ENV = re.compile(rf"^'(?:{'|'.join(LAUNCHER_VARIABLES)})'$")
 _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 # a string where a number belongs ("must be real number, not str", torch.tensor(["3.5"]))
 _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
@@ -332,10 +334,15 @@ def own_module(text: str, frames: list[dict]):
 _DYNAMIC_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
 
 
+def own_code(frames: list[dict]) -> str:
+    """The code line of the script's last own frame ("" when every frame is a library's)."""
+    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
+    return str(own[-1].get("code", "")) if own else ""
+
+
 def _names_from_a_value(module: str, frames: list[dict]) -> bool:
     """The script's own line is `getattr(torch, <not a literal>)`: the name came from a setting."""
-    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
-    code = str(own[-1].get("code", "")) if own else ""
+    code = own_code(frames)
     alias = re.escape(module.rsplit(".", 1)[-1])
     return bool(re.search(rf"\bgetattr\(\s*[\w.]*\b{alias}\s*,\s*(?![\"'])", code))
 

@@ -87,21 +87,15 @@ _LOADS_DATA_INTO = re.compile(
     r"examples|dataset|batches)\w*\s*=\s*(?:torch|pickle|joblib)\.load\(", re.IGNORECASE)
 
 
-def _own_code(frames: list[dict]) -> str:
-    """The code line of the script's last own frame."""
-    from triage.rules.exceptions import library_file
-
-    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
-    return str(own[-1].get("code", "")) if own else ""
-
-
 def _what_the_pickle_was(text: str, frames: list[dict]):
     """torch's new weights_only default refusing a class; or a file the script unpickles itself (a cache of
     rows, not a checkpoint: no loader of a library in the traceback) that was cut short."""
     refused = _weights_only_default(text, frames)
     if refused is not None:
         return refused
-    if _LOADS_DATA_INTO.search(_own_code(frames)):
+    from triage.rules.exceptions import own_code
+
+    if _LOADS_DATA_INTO.search(own_code(frames)):
         # `cache = torch.load(path)`, `feats = torch.load(...)`: the file holds prepared data, not weights
         return ("data_corrupt", ("fix_data_file",),
                 "a file of prepared data the script loads (a cache of rows, features or teacher outputs) is cut "

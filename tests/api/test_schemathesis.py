@@ -39,4 +39,7 @@ schema = schemathesis.from_pytest_fixture("api_schema")
 @schema.parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 def test_it_conforms_to_its_openapi_document(case, seeded_key):
+    # the cookie scheme's generated values are random session ids (never a session), and one holding '<' or ';'
+    # breaks schemathesis' own cookie parsing inside its ignored_auth check: the calls authenticate by key alone
+    case.cookies = {}
     case.call_and_validate(headers={"Authorization": f"Token {seeded_key}"}, checks=ALL_CHECKS)

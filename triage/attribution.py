@@ -52,6 +52,13 @@ def first_failing_rank(
         surfaced = _distinct(item.rank for item in pool if item.category == "cuda_error")
         if len(surfaced) == 1:
             return surfaced[0], "the only rank whose CUDA call failed when the GPU fault was logged"
+        if not surfaced:
+            # no CUDA call failed where the log shows it: the process on the lost GPU hung in its collective
+            # and printed nothing, while its peers' watchdogs fired around it
+            gap = _silent_gap(collected, pool)
+            if gap is not None:
+                return gap, ("the one rank missing among the ranks that reported the collective timeout: its GPU "
+                             "was lost and it stopped without a word")
         if len(surfaced) > 1:
             # several ranks of the node saw the lost GPU: the one the launcher saw fail first, else the
             # earliest by the clock
@@ -178,6 +185,17 @@ def _launcher_first_exit(collected: Collected, winner: Candidate) -> int | None:
     return own[0]
 
 
+def _silent_gap(collected: Collected, pool: list[Candidate]) -> int | None:
+    """The one rank inside the span of the ranks that reported a collective timeout that neither reported it
+    nor lost a peer (a node's log posted alone: "8..12, 14, 15" timed out and 13 said nothing)."""
+    reporters = _distinct(item.rank for item in pool if item.category == "nccl_timeout" and item.rank is not None)
+    if len(reporters) < 3 or max(reporters) >= 4096:
+        return None
+    spoke = set(reporters) | {hit.rank for hit in collected.cascades}
+    gaps = [rank for rank in range(min(reporters), max(reporters) + 1) if rank not in spoke]
+    return gaps[0] if len(gaps) == 1 else None
+
+
 def _timeout_culprit(
     collected: Collected, winner: Candidate, pool: list[Candidate], world_size: int | None
 ) -> tuple[int | None, str]:
@@ -274,15 +292,17 @@ def _fired_well_before(pool: list[Candidate]) -> int | None:
 
 
 def _odd_collective(pool: list[Candidate], reporters: list[int]) -> int | None:
-    """The one rank whose watchdog names another collective (SeqNum) than every other rank's: the ranks
-    agree on where they are stuck except the one that skipped or repeated a collective."""
-    seq_of: dict[int, set[int]] = {}
+    """The one rank whose watchdog names another collective than every other rank's (another SeqNum, or at
+    the same SeqNum another operation or size): the ranks agree on where they are stuck except the one that
+    skipped, repeated or swapped a collective."""
+    seq_of: dict[int, set[tuple]] = {}
     for item in pool:
         if item.category == "nccl_timeout" and item.rank is not None and item.facts.get("seq_num") is not None:
-            seq_of.setdefault(item.rank, set()).add(int(item.facts["seq_num"]))
+            call = (int(item.facts["seq_num"]), item.facts.get("op"), item.facts.get("numel_in"))
+            seq_of.setdefault(item.rank, set()).add(call)
     if len(seq_of) < 3 or len(seq_of) != len(reporters) or any(len(seqs) != 1 for seqs in seq_of.values()):
         return None
-    counts: dict[int, list[int]] = {}
+    counts: dict[tuple, list[int]] = {}
     for rank, seqs in seq_of.items():
         counts.setdefault(next(iter(seqs)), []).append(rank)
     if len(counts) != 2:

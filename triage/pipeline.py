@@ -397,6 +397,10 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
             if kind in kinds:
                 kinds.remove(kind)
             kinds.insert(0, kind)
+        if command and _RECIPE_RUN.search(command):
+            # a framework run from its recipe: the team wrote no loop to skip a step, the recipe's data
+            # settings (packing, length grouping, drop_last) gave the ranks different numbers of batches
+            kinds = ["fix_config", *[kind for kind in kinds if kind != "fix_config"]]
     if winner.category == "data_pipeline" and any(hit.rule.id == "data.filtered_to_nothing" for hit in collected.hits):
         # the log shows a filter that kept no rows: its limits are the setting to change
         kinds = ["fix_config"] + [kind for kind in kinds if kind != "fix_config"]
@@ -468,6 +472,9 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
     return _by_evidence(out, winner, collected, command)
 
 
+# a fine-tuning framework started from its recipe file (its CLI, or its module under a launcher)
+_RECIPE_RUN = re.compile(r"(?:^|[\s/])(?:axolotl|llamafactory-cli|llamafactory|llmtuner|swift\s+(?:sft|rlhf|pt)|"
+                         r"tune\s+run|lit-gpt|litgpt)\b")
 _MEMORY_MAPPED = re.compile(r"\bmmap(?:_mode)?[=\s]+(?!false|False|0\b|none|None)\S|\bmemmap|--mmap\b|\buse_mmap\b",
                             re.IGNORECASE)
 

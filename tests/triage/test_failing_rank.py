@@ -530,3 +530,57 @@ def test_an_xids_pci_address_names_the_rank_whose_nccl_start_up_line_has_that_bu
                                      "name=<unknown>, GPU has fallen off the bus.\n")
     result = diagnose([node0, node1])
     assert (result.category, result.failing_rank) == ("hardware", 13)
+
+
+def test_a_pdsh_nodes_local_rank_counts_from_the_node_rank_its_deepspeed_launcher_printed(tmp_path):
+    # three nodes of 4; the third node's launcher says where it sits, then its local rank 1 runs out of memory
+    lines = [f"trn-{n}: [2026-02-02 10:00:0{n},100] [INFO] [launch.py:152:main] nnodes=3, num_local_procs=4, "
+             f"node_rank={n}" for n in range(3)]
+    lines += [
+        "trn-2: Traceback (most recent call last):",
+        "trn-2:   File \"/srv/ft/run_sft.py\", line 88, in <module>",
+        "trn-2:     engine.backward(loss)",
+        "trn-2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 79.10 GiB total "
+        "capacity; 76.00 GiB already allocated)",
+        "trn-2: [2026-02-02 10:05:00,200] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+        "'run_sft.py', '--local_rank=1', '--deepspeed', 'z2.json'] exits with return code = 1",
+        "trn-0: [rank3]:[E202 10:35:00.1 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=90, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=1800000) ran for "
+        "1800100 milliseconds before timing out.",
+    ]
+    result = diagnose([write(tmp_path / "pdsh.log", "\n".join(lines) + "\n")])
+    assert result.category == "gpu_oom"
+    assert result.failing_rank == 9  # node 2 starts at 8
+
+
+def test_a_lost_gpus_rank_is_the_one_gap_among_its_nodes_watchdog_reports(tmp_path):
+    # the second node's log alone: ranks 4-7 but 6 time out, then the kernel says a GPU fell off the bus
+    lines = [f"[rank{r}]:[E301 02:00:00.{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+             f"operation timeout: WorkNCCL(SeqNum=4410, OpType=ALLGATHER, NumelIn=64, NumelOut=512, "
+             f"Timeout(ms)=600000) ran for 600050 milliseconds before timing out." for r in (4, 5, 7)]
+    lines += ["[Sun Mar  1 01:51:00 2026] NVRM: Xid (PCI:0000:c1:00): 79, pid=55120, name=python, "
+              "GPU has fallen off the bus."]
+    result = diagnose([write(tmp_path / "node1.log", "\n".join(lines) + "\n")])
+    assert result.category == "hardware"
+    assert result.failing_rank == 6
+
+
+def test_one_rank_waiting_in_another_operation_at_the_same_seqnum_is_out_of_step(tmp_path):
+    # every rank's watchdog fires at SeqNum 300; rank 2 alone waits in an all-gather, the rest in an all-reduce
+    lines = []
+    for r in range(4):
+        op, numel = ("_ALLGATHER_BASE", 4096) if r == 2 else ("ALLREDUCE", 1)
+        lines.append(f"[rank{r}]:[E0412 08:00:00.{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+                     f"collective operation timeout: WorkNCCL(SeqNum=300, OpType={op}, NumelIn={numel}, "
+                     f"NumelOut={numel}, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+    command = "accelerate launch -m axolotl.cli.train recipe.yml"
+    recipe = write(tmp_path / "recipe.yml", "base_model: tiny\nsample_packing: true\nmicro_batch_size: 2\n")
+    result = diagnose([write(tmp_path / "train.log", "\n".join(lines) + "\n")], command=command,
+                      config_paths=[str(recipe)])
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == 2
+    first = result.fixes[0]
+    # a recipe run: the recipe's packing gave the ranks unequal batch counts, so the recipe changes first
+    assert first["kind"] == "fix_config"
+    assert first["config_patch"] == {"recipe.yml": {"sample_packing": False}}
+    assert "increase_timeout" in [fix["kind"] for fix in result.fixes][2:]

@@ -5,7 +5,7 @@ import re
 
 from triage.rules.exceptions import LAUNCHER_VARIABLES
 
-from .common import Edits, evidence_text
+from .common import Edits, evidence_text, lookup
 
 FLIGHT_RECORDER = {
     "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
@@ -173,3 +173,44 @@ def fix_rendezvous(ctx, kind: str) -> dict:
         "port, or the nodes disagree on where and how many to meet.",
         notes=notes,
     )
+
+
+def out_of_step(ctx) -> bool:
+    """The timeout is one rank waiting elsewhere than the others (another collective, another line)."""
+    facts = ctx.facts or {}
+    return ctx.category == "nccl_timeout" and (facts.get("out_of_step") is not None or bool(facts.get("diverged")))
+
+
+def uneven_ranks(ctx, kind: str) -> dict:
+    """fix_config / fix_code / fix_data_file for a rank that fell out of step: the ranks must make the same
+    collectives in the same order, so each needs the same number of batches and no rank may skip a call."""
+    edits = Edits(ctx)
+    rank = (ctx.facts or {}).get("out_of_step")
+    who = f"rank {rank}" if rank is not None else "one rank"
+    why = (f"{who} was waiting in another collective than the others when the watchdog fired: the ranks took "
+           "different paths (a different number of batches, a skipped or extra collective), so a longer timeout "
+           "only delays the same hang.")
+    if kind == "fix_config":
+        title = "Give every rank the same number of batches"
+        notes = ["drop the last uneven batch on every rank (dataloader_drop_last: true, or the sampler's "
+                 "drop_last=True)",
+                 "settings that make per-rank batch counts differ: sample packing, length grouping "
+                 "(group_by_length), per-rank streaming shards of unequal size; turn them off or make them "
+                 "count batches across ranks"]
+        packing, _ = lookup(ctx, edits.cmd, ("sample_packing", "packing"))
+        if edits.set(("dataloader_drop_last",), True, add=False):
+            title = "Drop the last uneven batch on every rank (dataloader_drop_last: true)"
+        elif str(packing).lower() in ("true", "1", "yes") and edits.set(("sample_packing", "packing"), False,
+                                                                        add=False):
+            title = "Turn sample packing off: packed batches differ in number from rank to rank"
+        return edits.fix(kind, title, why, notes=notes)
+    if kind == "fix_data_file":
+        return edits.fix(kind, "Give every rank's shard the same number of rows", why,
+                         notes=[f"count the rows (and the batches after filtering) of {who}'s shard against the "
+                                "others'; split the data into equal shards and drop the remainder"])
+    return edits.fix(kind, "Make every rank call the same collectives in the same order", why,
+                     notes=["no collective under a rank-only branch (if rank == 0: ... all_reduce/barrier)",
+                            "a step that one rank skips (a NaN guard, an empty batch) must be skipped by all: "
+                            "all_reduce the skip flag first, then skip together",
+                            "uneven inputs in DDP: wrap the loop in model.join(), or stop at the smallest "
+                            "rank's batch count"], cost="medium")

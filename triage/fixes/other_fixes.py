@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from .common import Edits, as_int, deepspeed_config, evidence_text, is_hf_style, lookup
+from .dist_fixes import out_of_step, uneven_ranks
 
 
 def free_disk(ctx, kind: str) -> dict:
@@ -107,6 +108,8 @@ def replace_hardware(ctx, kind: str) -> dict:
 
 
 def fix_code(ctx, kind: str) -> dict:
+    if out_of_step(ctx):
+        return uneven_ranks(ctx, kind)
     edits = Edits(ctx)
     where = ctx.facts.get("frame") or ctx.facts.get("user_frame")
     title = f"Fix the bug in the training script ({ctx.exception or 'error'})"

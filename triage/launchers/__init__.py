@@ -90,12 +90,16 @@ class LauncherFacts:
             for item in self.exits
             if item.root_cause_block and item.rank is not None and item.pid is not None
         }
+        node_first = self.state.get("node_first_rank") or {}
         for item in self.exits:
             if item.rank is None and item.pid is not None and (item.source, item.pid) in by_pid:
                 item.rank = by_pid[(item.source, item.pid)]
             if item.rank is None and item.local_rank is not None:
+                first = node_first.get(item.host or f"file:{item.source}")
                 if item.host in offsets:
                     item.rank = offsets[item.host] + item.local_rank
+                elif first is not None:
+                    item.rank = first + item.local_rank
                 elif not slots or len(slots) == 1:
                     item.rank = item.local_rank + (node_offset if not slots else 0)
 

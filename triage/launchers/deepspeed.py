@@ -31,6 +31,8 @@ _WORLD_SIZE = re.compile(r"\bdist_world_size=(\d+)|\bworld_size[=:] ?(\d+)")
 _SPAWNED = re.compile(r"process (\d+) spawned with command: .{0,400}?--local_rank=(\d+)")
 _OOM_KILLED = re.compile(r"Killed process (\d+)|oom-kill:.{0,300}\bpid=(\d+)")
 _DIED = re.compile(r"died with <Signals\.(SIG\w+): (\d+)>")
+# launch.py's own line on each node: "nnodes=4, num_local_procs=8, node_rank=3" (that node starts at rank 24)
+_NODE_LAYOUT = re.compile(r"\bnum_local_procs=(\d{1,4}), node_rank=(\d{1,5})\b")
 
 
 def feed(facts, source: str, lineno: int, text: str, rank):
@@ -53,6 +55,10 @@ def feed(facts, source: str, lineno: int, text: str, rank):
             facts.world_size = facts.world_size or sum(count for _, count in facts.state["node_slots"])
         except (ValueError, SyntaxError, TypeError, AttributeError):
             pass
+    match = _NODE_LAYOUT.search(text)
+    if match:
+        where = facts.state.get("current_host") or f"file:{source}"
+        facts.state.setdefault("node_first_rank", {})[where] = int(match.group(1)) * int(match.group(2))
     match = _WORLD_SIZE.search(text)
     if match and not facts.world_size:
         facts.world_size = int(next(group for group in match.groups() if group))

@@ -19,6 +19,9 @@ def _timeout(match: re.Match) -> dict:
     seq = re.search(r"SeqNum=(\d+)", match.string)
     if seq:
         out["seq_num"] = int(seq.group(1))
+    numel = re.search(r"NumelIn=(\d+)", match.string)
+    if numel:
+        out["numel_in"] = int(numel.group(1))
     return out
 
 

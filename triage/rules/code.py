@@ -69,6 +69,20 @@ RULES = [
         "for the debugger",
     ),
     rule(
+        "code.data_parallel_in_ddp",
+        "code_bug",
+        ROOT,
+        ["(device_ids[0]) but found"],
+        # nn.DataParallel left in a script that a launcher runs once per GPU: its device_ids default to every
+        # visible GPU, so device_ids[0] is cuda:0 while this rank's model sits on its own GPU
+        r"module must have its parameters and buffers on device \S+ \(device_ids\[0\]\) but found",
+        ["fix_code"],
+        0.85,
+        "nn.DataParallel inside a job that already runs one process per GPU: it scatters to device_ids[0] "
+        "(cuda:0) while this rank's model lives on its own GPU; remove the DataParallel wrapper (DDP or the "
+        "launcher's prepare() handles the model)",
+    ),
+    rule(
         "code.shared_tensors_save",
         "code_bug",
         ROOT,

@@ -409,6 +409,10 @@ class Collector:
                 self.pending_message = None
                 return False
             body = inner
+        if body[:1] == "(":
+            # Ray's "(Actor pid=P, ip=A) " before every line an actor printed: a tag and nothing else is a blank line
+            tag = decorations.RAY_ACTOR.match(body)
+            body = body[tag.end():] if tag else body
         stripped = body.strip()
         so_far = target["message"] if isinstance(target, dict) else (target.message or "")
         inner = parse_exception_line(stripped) if so_far.rstrip().endswith("raised:") else None

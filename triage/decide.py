@@ -27,6 +27,7 @@ class Verdict:
     message: str | None
     reason: str = ""
     others: list[Candidate] = field(default_factory=list)
+    death: object | None = None  # no signature: the launcher's record of how the failing rank ended (a RankExit)
 
 
 _TOGETHER_LINES = 40  # lines apart: two ranks' copies of one error printed in the same moment
@@ -89,7 +90,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             tb = alone.traceback
             return Verdict(alone, alone.rank, tb, tb.exception, tb.message,
                            "the only rank that failed: its peers finished and left it in a collective")
-        return Verdict(None, rank_without_verdict(collected), None, None, None, "no failure signature found")
+        rank = rank_without_verdict(collected)
+        death = collected.launcher.exit_for(rank) if rank is not None else None
+        if death is None or (death.exit_code in (None, 0) and not death.signal):
+            return Verdict(None, rank, None, None, None, "no failure signature found")
+        how = f"{death.signal} (exit code {death.exit_code})" if death.signal else f"exit code {death.exit_code}"
+        return Verdict(None, rank, None, None, f"rank {rank} ended by {how} without printing an error",
+                       "no failure signature found; the launcher's record of the rank that ended first",
+                       death=death)
     pool.sort(key=_order)
     winner = pool[0]
     if winner.category == "nccl_timeout":
@@ -211,9 +219,13 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         message = f"{message} (then {matched.exception}: {matched.message})"
     elif root_tb is not None:
         reraise = next((tb for tb in collected.tracebacks if tb.previous is root_tb and tb.chained_to_previous
-                        and exceptions.REraised.match(tb.message or "")), None)
-        if reraise is not None:  # the DataLoader's "Caught X in DataLoader worker process N" around it
-            message = f"{message} (then {reraise.exception}: {reraise.message})"
+                        and tb.exception and tb.exception not in _WRAPPERS and tb.message
+                        and tb.message not in (message or "")), None)
+        if reraise is not None:
+            # what the code around it said while handling it: the DataLoader's "Caught X in DataLoader worker
+            # process N", a library's advice ("Unable to create tensor, ... activate truncation and/or padding")
+            said = reraise.message if len(reraise.message) <= 300 else reraise.message[:297] + "..."
+            message = f"{message} (then {reraise.exception}: {said})"
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
 
 

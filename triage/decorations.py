@@ -70,6 +70,7 @@ _STEPS = [
     # its rank "(MegatronPolicyWorker[rank=13] pid=811291, ip=10.0.2.53) "
     re.compile(r"\((?:[\w.:\-]+(?:\[[\w=:, ]{1,40}\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]
+RAY_ACTOR = _STEPS[-1]
 # `docker compose logs`: "trainer-1  | ", "proj_trainer_1  | " (the service's replica number, then a bar)
 _COMPOSE = re.compile(r"[A-Za-z][\w.\-]{0,62}[-_]\d{1,3}\s+\|\s?")
 # what a log collector puts before every line, whatever the program printed: a quote, timestamps, the

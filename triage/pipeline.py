@@ -263,6 +263,10 @@ def _root_cause(verdict: Verdict, evidence: list[Evidence]) -> RootCause | None:
     """The originating exception: with a matched rule, its rank and the evidence that decided; without
     one, whatever the log raised (the floor: never 'unknown' without the exception the log holds)."""
     winner, tb = verdict.candidate, verdict.root_traceback
+    if winner is None and tb is None and verdict.death is not None:
+        # no exception anywhere: how the launcher saw the rank end is the root the log holds
+        return RootCause(rank=verdict.failing_rank, exception=None, message=verdict.message, frames=[],
+                         evidence=evidence[:1])
     if winner is None and tb is None:
         return None
     frames = [
@@ -512,7 +516,8 @@ def _offloads_to_cpu(configs: dict) -> bool:
 def _evidence(verdict: Verdict) -> list[Evidence]:
     winner = verdict.candidate
     if winner is None:
-        return []
+        death = verdict.death
+        return [Evidence(death.source, death.line, death.text[:1000])] if death is not None and death.source else []
     items: list[Evidence] = []
     if winner.source is not None:
         items.append(Evidence(winner.source, winner.line, winner.text[:1000]))
@@ -528,6 +533,7 @@ def _evidence(verdict: Verdict) -> list[Evidence]:
     return items[:12]
 
 
+_NATIVE_CRASH = ("SIGSEGV", "SIGABRT", "SIGILL", "SIGBUS", "SIGFPE")
 _LINE_PREFIXES = re.compile(r"^(?:\[[^\]\n]{0,100}\]:?\s*)+")
 
 
@@ -537,6 +543,12 @@ def _summary(category: str, verdict: Verdict, winner) -> str:
             f"The job raised {verdict.exception}: {(verdict.message or '')[:160]!r}, which matches no known failure "
             "family; read the evidence lines."
         )
+    if winner is None and verdict.death is not None:
+        signal = verdict.death.signal or ""
+        native = (" A process that dies of this signal without a Python error crashed in native code (a CUDA or C++ "
+                  "extension, a data library); rerun it with PYTHONFAULTHANDLER=1 to print the stack of the crash."
+                  if signal in _NATIVE_CRASH else "")
+        return (f"No known failure signature was found in the logs: {verdict.message}.{native}")
     if winner is None:
         return "No known failure signature was found in the logs; the engine cannot tell what went wrong."
     reporter = winner.rank if winner.rank is not None else verdict.failing_rank

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from triage_helpers import diagnose_text
 
 from triage import diagnose
 from triage.decorations import core, strip_progress_bar
@@ -727,3 +728,56 @@ def test_a_librarys_own_getattr_refusing_a_name_is_a_removed_api():
     # Python's own wording for the script's own object stays the script's bug
     own = exceptions.explain("AttributeError", "'FIMShard' object has no attribute 'tokenzier'", frames[:1])
     assert own[0] == "code_bug"
+
+
+def test_a_rank_that_died_of_a_signal_with_no_error_is_named_with_its_signal_in_the_root_and_summary(tmp_path):
+    log = (
+        "W0301 09:00:01.000000 7100 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 7102 "
+        "closing signal SIGTERM\n"
+        "E0301 09:00:01.500000 7100 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -11) "
+        "local_rank: 0 (pid: 7101) of binary: /usr/bin/python3\n"
+    )
+    result = diagnose_text(tmp_path, log)
+    assert result.category == "unknown"
+    assert result.failing_rank == 0
+    assert result.root_cause.exception is None
+    assert "SIGSEGV (exit code -11)" in result.root_cause.message
+    assert "PYTHONFAULTHANDLER=1" in result.summary  # a native crash: how to get its stack
+    assert result.evidence and "exitcode: -11" in result.evidence[0].text
+
+
+def test_the_exception_raised_while_handling_the_root_one_is_kept_after_it_in_the_message(tmp_path):
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", line 770, in as_tensor\n'
+        "    tensor = as_tensor(value)\n"
+        "ValueError: expected sequence of length 96 at dim 1 (got 131)\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/work/qa/fit.py", line 51, in <module>\n'
+        "    for batch in loader:\n"
+        "ValueError: Unable to create tensor, you should probably activate truncation and/or padding\n"
+    )
+    result = diagnose_text(tmp_path, log)
+    message = result.root_cause.message
+    assert message.startswith("expected sequence of length 96")
+    assert "(then ValueError: Unable to create tensor" in message
+
+
+def test_a_ray_actor_tag_alone_on_a_line_ends_a_wrapped_message(tmp_path):
+    tag = "(TrainActor pid=4410, ip=10.2.0.7) "
+    log = "".join(tag + line + "\n" for line in [
+        "Traceback (most recent call last):",
+        '  File "/home/ray/venv/lib/python3.11/site-packages/torch/distributed/rendezvous.py", line 180, in create',
+        "    store = TCPStore(host, port)",
+        "torch.distributed.DistNetworkError: The client socket has timed out after 30s while trying to connect to "
+        "(10.2.0.5, 29400).",
+        "",
+        "The above exception was the direct cause of the following exception:",
+    ])
+    result = diagnose_text(tmp_path, log)
+    assert result.root_cause.exception == "DistNetworkError"
+    assert "pid=4410" not in result.root_cause.message
+    assert "The above exception" not in result.root_cause.message

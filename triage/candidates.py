@@ -96,9 +96,9 @@ def candidates(collected: Collected) -> list[Candidate]:
     confirmations = [hit for hit in collected.hits if hit.rule.role == CONFIRMATION]
     for hit in collected.hits:
         tb = by_exc_line.get((hit.source, hit.line))
+        on_exception_line = tb
         weight = hit.weight
         if tb is not None:
-            claimed.add(id(tb))
             weight += TRACEBACK_BONUS
         elif hit.rule.role == HINT:
             tb = by_frame.get((hit.source, hit.line))
@@ -114,6 +114,10 @@ def candidates(collected: Collected) -> list[Candidate]:
         meant = None
         if hit.rule.within:  # a line without a traceback is read with no frames
             meant = hit.rule.within(f"{hit.text or ''}\n{_chain_messages(tb)}", list(tb.frames) if tb else [])
+        if meant is False:
+            continue  # the rule's reading says the line is not its failure: the exception layer reads it
+        if on_exception_line is not None:
+            claimed.add(id(on_exception_line))
         if meant is not None:
             category, fixes, summary = meant[0], list(meant[1]), meant[2]
         elif hit.rule.reading_data and tb is not None and exceptions.reading_data(_whole_chain_frames(tb)):

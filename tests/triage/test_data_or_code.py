@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from triage_helpers import write
 
 from triage import diagnose
 
@@ -201,3 +202,29 @@ def test_a_message_the_log_cut_short_is_read_from_its_raise_statement(tmp_path, 
         assert result.category == category
     else:
         assert result.category != "data_schema"
+
+
+def _expand_failure(frames: list[tuple[str, str]]) -> str:
+    lines = ["Traceback (most recent call last):"]
+    for path, code in frames:
+        lines += [f'  File "{path}", line 88, in forward', f"    {code}"]
+    lines.append("RuntimeError: The expanded size of the tensor (80) must match the existing size (64) at "
+                 "non-singleton dimension 1.  Target sizes: [4, 80].  Tensor sizes: [1, 64]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_input_longer_than_the_models_positions_is_read_from_the_buffer_that_could_not_expand(tmp_path):
+    log = _expand_failure([("/srv/rk/train_rerank.py", "out = model(**batch)"),
+                           ("/usr/lib/python3.11/site-packages/transformers/models/bert/modeling_bert.py",
+                            "token_type_ids = buffered_token_type_ids.expand(batch_size, seq_length)")])
+    result = diagnose([write(tmp_path / "a.log", log)])
+    assert (result.category, result.fixes[0]["kind"]) == ("data_pipeline", "reduce_seq_len")
+
+
+def test_the_scripts_own_expand_in_its_collate_is_left_to_the_exception_layer(tmp_path):
+    log = _expand_failure([("/usr/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py",
+                            "return self.collate_fn(data)"),
+                           ("/srv/rk/collate.py", "tags[i, :len(row['tags'])] = torch.tensor(row['tags'])")])
+    result = diagnose([write(tmp_path / "b.log", log)])
+    assert result.rule_id != "code.shapes"  # not a shape bug of the model: the collate's rows (data) decide
+    assert result.category == "data_pipeline"

@@ -90,3 +90,24 @@ def test_argparse_refusing_a_value_names_the_exit_it_causes(tmp_path):
     log.write_text("usage: train.py [-h] [--rank RANK]\ntrain.py: error: argument --rank: invalid int value: ''\n")
     result = diagnose([log])
     assert result.root_cause.exception == "SystemExit" and "invalid int value" in result.root_cause.message
+
+
+def test_deepspeeds_note_that_it_accepts_a_compatible_cuda_toolkit_is_not_the_failure(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Installed CUDA version 12.1 does not match the version torch was compiled with 12.4 but since the APIs are "
+        "compatible, accepting this combination\n"
+        "Using /home/sam/.cache/torch_extensions/py311_cu124 as PyTorch extensions root...\n"
+        "  3%|▎         | 12/400 [00:40<21:01,  3.25s/it]ERROR: Unexpected bus error encountered in worker. This "
+        "might be caused by insufficient shared memory (shm).\n"
+        "[2026-03-03 10:10:10,100] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'sft.py', "
+        "'--local_rank=1'] exits with return code = -7\n"
+    )
+    result = diagnose([log])
+    assert result.category == "dataloader_worker"
+    assert result.fixes[0]["kind"] == "increase_shm"
+    refused = tmp_path / "refused.log"
+    refused.write_text("deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed "
+                       "CUDA version 11.8 does not match the version torch was compiled with 12.1, unable to compile "
+                       "cuda/cpp extensions without a matching cuda version.\n")
+    assert diagnose([refused]).category == "version_mismatch"

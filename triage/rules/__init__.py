@@ -9,7 +9,8 @@ A rule has an id, a category (taxonomy.md), a role and ordered fix kinds:
                 a root rule recognises; alone in a log it is reported, at a low confidence
 A rule may also say what its failure means while the traceback reads training data (`reading_data`), or,
 through `within`, what it means given the traceback's frames (a missing module imported by the script's
-own code is the project's own module, not a package).
+own code is the project's own module, not a package); `within` returning False drops the hit (the line is
+not that rule's failure where those frames raised it) and leaves the exception to the fallback classifier.
 DEFAULT_FIXES are the fix kinds every diagnosis of a category offers after its rule's own.
 When no rule matches an exception, rules/exceptions.py (the fallback classifier) names a category from
 the exception's class, its message keywords and the module that raised it, at a lower weight.
@@ -65,7 +66,7 @@ class Rule:
     reading_data: tuple[str, tuple[str, ...], str] | None = None  # (category, fixes, summary)
     # (line text + the exception's whole message, the traceback's frames) -> (category, fixes, summary)
     # when they change what the line means
-    within: Callable[[str, list[dict]], tuple[str, tuple[str, ...], str] | None] | None = None
+    within: Callable[[str, list[dict]], tuple[str, tuple[str, ...], str] | bool | None] | None = None
 
     def match(self, text: str) -> re.Match | None:
         haystack = text.lower() if self.ignore_case else text

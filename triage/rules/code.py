@@ -19,7 +19,8 @@ def _optimizer_state_of_another_model(frames: list[dict]):
     return None
 
 
-_POSITIONS = re.compile(r"position|embed_pos|pos_emb|positions\b", re.IGNORECASE)
+# (BERT-style models keep a token_type_ids buffer of max_position_embeddings and expand it to the input)
+_POSITIONS = re.compile(r"position|embed_pos|pos_emb|positions\b|buffered_token_type_ids", re.IGNORECASE)
 _MODELING_FILE = re.compile(r"modeling_\w+\.py$|[/\\]models?[/\\]")
 
 
@@ -31,10 +32,13 @@ def _shapes_within(text: str, frames: list[dict]):
     if other_state is not None:
         return other_state
     if frames and _MODELING_FILE.search(str(frames[-1].get("file", ""))) \
-            and _POSITIONS.search(str(frames[-1].get("code", ""))) and "must match the size of tensor" in text:
-        return ("data_pipeline", ("fix_data_file", "reduce_seq_len"),
+            and _POSITIONS.search(str(frames[-1].get("code", ""))) \
+            and ("must match the size of tensor" in text or "must match the existing size" in text):
+        return ("data_pipeline", ("reduce_seq_len", "fix_data_file"),
                 "an input is longer than the model's maximum positions (its position embeddings end there): a row "
                 "the preprocessing did not truncate; cut or drop rows over the limit")
+    if "must match the existing size" in text:
+        return False  # an expand() of the script's own (a collate writing rows into a padded tensor): not read here
     return None
 
 
@@ -184,8 +188,10 @@ RULES = [
         "code.shapes",
         "code_bug",
         ROOT,
-        ["shapes cannot be multiplied", "must match the size of tensor", "to match target batch_size"],
-        r"shapes cannot be multiplied|must match the size of tensor \w+ \(\d+\)|to match target batch_size",
+        ["shapes cannot be multiplied", "must match the size of tensor", "to match target batch_size",
+         "must match the existing size"],
+        r"shapes cannot be multiplied|must match the size of tensor \w+ \(\d+\)|to match target batch_size|"
+        r"expanded size of the tensor \(\d+\) must match the existing size \(\d+\)",
         ["fix_code", "fix_config"],
         0.5,
         "tensor shapes do not fit each other",

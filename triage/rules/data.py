@@ -369,6 +369,20 @@ RULES = [
         "features and targets as float32",
     ),
     rule(
+        "data.float_class_targets",
+        "data_schema",
+        ROOT,
+        ["expected target dtype to be Long", "for argument #2 'target'"],
+        # a classification loss (cross-entropy, NLL) handed float class labels: the label column was stored as
+        # 0.0/1.0 (a score export, a float cast in the converter) where the loss takes class indices
+        r"expected target dtype to be Long(?: or Byte)?, but got (?:Float|Double|Half|BFloat16)|"
+        r"expected scalar type Long but got scalar type (?:Float|Double) for argument #2 'target'",
+        ["convert_data_format", "fix_code"],
+        0.65,
+        "the classification loss got float labels where it takes class indices: store the label column as "
+        "integers (or cast it: labels.long()), or use a regression loss if the labels are scores",
+    ),
+    rule(
         "data.integer_targets",
         "data_schema",
         ROOT,

@@ -201,8 +201,10 @@ RULES = [
         ["CUDAMismatchException", "does not match the version torch was compiled with"],
         # DeepSpeed's op builder (and torch's cpp_extension) compiling an op with a CUDA toolkit other than the
         # one torch was built with
+        # (DeepSpeed's note that goes on "but since the APIs are compatible, accepting this combination" is not a
+        # failure: the build went ahead)
         r"CUDAMismatchException|[Ii]nstalled CUDA version [\d.]+ does not match the version torch was compiled "
-        r"with|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile PyTorch",
+        r"with(?! [\d.]+,? but since the APIs are compatible)|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile PyTorch",
         ["pin_versions"],
         0.85,
         "the CUDA toolkit on the machine differs from the one torch was built with, so extensions cannot be "
@@ -253,7 +255,7 @@ RULES = [
             "version is insufficient",
         ],
         r"requires? (?:a )?[\w\-.]+ ?(?:version ?)?(?:>=|==) ?\d|[Vv]ersion mismatch|"
-        r"is not compatible with (?:this|the installed)|compiled (?:against|with) .{0,60}but|"
+        r"is not compatible with (?:this|the installed)|compiled (?:against|with) .{0,60}but(?! since the APIs)|"
         r"CUDA driver version is insufficient",
         ["pin_versions"],
         0.55,

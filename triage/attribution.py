@@ -225,7 +225,17 @@ def _timeout_culprit(
     if reporters and len(silent) > 1:
         # a rank that printed a consequence of a lost peer ("Connection closed by peer") was alive and
         # waiting too; the stalled rank is the one that printed nothing at all
-        quiet = [rank for rank in silent if rank not in {hit.rank for hit in collected.cascades}]
+        lost_peer = {hit.rank for hit in collected.cascades}
+        quiet = [rank for rank in silent if rank not in lost_peer]
+        if not quiet:
+            # every rank spoke: a timeout or a lost peer; the one rank whose last call sits at another line of the
+            # script than all the others' took another path (it skipped a step and went on to the next barrier)
+            spoke = [*reporters, *sorted(lost_peer & set(silent))]
+            odd = _odd_place(_script_places(collected, spoke), spoke)
+            if odd is not None and odd in reporters:
+                winner.facts["out_of_step"] = odd
+                return odd, ("the only rank waiting at another line of the script than all the others (the rest "
+                             "waited or lost their peer at one line): it took another path")
         if len(quiet) == 1:
             return quiet[0], "the only rank that neither reported the timeout nor lost a peer: it stalled"
         if not quiet and len(reporters) == 1:

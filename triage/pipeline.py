@@ -23,7 +23,8 @@ from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
-from triage.fixes.common import zero_offloads
+from triage.fixes.common import lookup, zero_offloads
+from triage.fixes.memory_fixes import SEQ_KEYS
 from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
 from triage.limits import Limits
@@ -110,6 +111,7 @@ def _build(
     winner = _reread_by_world(winner, verdict, world_size)
     winner = _reread_by_hints(winner, collected, verdict.failing_rank)
     winner = _reread_empty_by_filter(winner, command)
+    winner = _reread_past_positions(winner, verdict, command, configs)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -199,6 +201,22 @@ def _reread(winner, verdict: Verdict, command: str | None):
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
     return _read_as(winner, meant)
+
+
+def _reread_past_positions(winner, verdict: Verdict, command: str | None, configs):
+    """An input past the model's positions, read again against the job's length setting."""
+    if winner is None or winner.rule_id != "code.shapes" or winner.category != "data_pipeline":
+        return winner
+    sizes = [int(size) for size in re.findall(r"\((\d{1,7})\)", verdict.message or "")[:2]]
+    if len(sizes) == 2:
+        winner = replace(winner, facts={**winner.facts, "max_positions": min(sizes)})
+    context = fix_builders.FixContext(category=winner.category, command=command, configs=configs or {})
+    cmd = parse_command(command or "")
+    for setting in SEQ_KEYS:
+        value, _ = lookup(context, cmd, (setting,))
+        if value is not None:
+            return _read_as(winner, config_rules.length_past_positions(verdict.message, setting, value))
+    return winner
 
 
 def _one_node(cmd, command: str) -> bool:

@@ -228,3 +228,35 @@ def test_the_scripts_own_expand_in_its_collate_is_left_to_the_exception_layer(tm
     result = diagnose([write(tmp_path / "b.log", log)])
     assert result.rule_id != "code.shapes"  # not a shape bug of the model: the collate's rows (data) decide
     assert result.category == "data_pipeline"
+
+
+def test_a_length_setting_past_the_models_positions_is_the_config_and_the_fix_truncates_to_them(tmp_path):
+    log = _expand_failure([("/srv/rk/train_rerank.py", "out = model(**batch)"),
+                           ("/usr/lib/python3.11/site-packages/transformers/models/bert/modeling_bert.py",
+                            "token_type_ids = buffered_token_type_ids.expand(batch_size, seq_length)")])
+    recipe = write(tmp_path / "rerank.yaml", "model: tiny-bert\nmax_length: 256\nbatch_size: 4\n")
+    result = diagnose([write(tmp_path / "a.log", log)], command="torchrun --nproc-per-node 2 train_rerank.py "
+                      "--config rerank.yaml", config_paths=[str(recipe)])
+    assert result.category == "config_invalid"  # the job asked for 256 tokens of a 64-position model
+    first = result.fixes[0]
+    assert first["kind"] == "reduce_seq_len"
+    assert "64 positions" in first["title"] and "max_length 256 -> 64" in first["title"]
+    assert first["config_patch"] == {"rerank.yaml": {"max_length": 64}}
+    within = write(tmp_path / "ok.yaml", "model: tiny-bert\nmax_length: 48\n")
+    again = diagnose([tmp_path / "a.log"], command="torchrun --nproc-per-node 2 train_rerank.py --config ok.yaml",
+                     config_paths=[str(within)])
+    assert again.category == "data_pipeline"  # the setting is within the positions: a row was not truncated
+
+
+def test_a_record_id_missing_from_the_table_built_from_another_file_is_the_data(tmp_path):
+    log = ("Traceback (most recent call last):\n"
+           '  File "/srv/ret/train_dual.py", line 120, in build_batch\n'
+           "    docs = [passages[pid] for pid in row['negatives']]\n"
+           "KeyError: 'psg-004410'\n")
+    result = diagnose([write(tmp_path / "a.log", log)])
+    assert (result.category, result.fixes[0]["kind"]) == ("data_pipeline", "fix_data_file")
+    weight = ("Traceback (most recent call last):\n"
+              '  File "/srv/ret/convert.py", line 40, in remap\n'
+              "    new[name] = old[name]\n"
+              "KeyError: 'layers.12.attn'\n")
+    assert diagnose([write(tmp_path / "b.log", weight)]).category != "data_pipeline"

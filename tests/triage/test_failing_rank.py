@@ -584,3 +584,19 @@ def test_one_rank_waiting_in_another_operation_at_the_same_seqnum_is_out_of_step
     assert first["kind"] == "fix_config"
     assert first["config_patch"] == {"recipe.yml": {"sample_packing": False}}
     assert "increase_timeout" in [fix["kind"] for fix in result.fixes][2:]
+
+
+def test_the_rank_that_skipped_a_step_waits_at_another_line_while_the_others_time_out_or_lose_it(tmp_path):
+    def tb(rank, line, call, error):
+        return (f"[rank{rank}]: Traceback (most recent call last):\n"
+                f'[rank{rank}]:   File "/opt/seq/train_mlm.py", line {line}, in main\n'
+                f"[rank{rank}]:     {call}\n"
+                f"[rank{rank}]: RuntimeError: {error}\n")
+    timeout = "[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 9000ms for recv"
+    lost = "[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:4021"
+    log = (tb(0, 141, "loss.backward()", lost) + tb(2, 180, "dist.barrier()", timeout)
+           + tb(1, 141, "loss.backward()", timeout) + tb(3, 141, "loss.backward()", lost))
+    result = diagnose([write(tmp_path / "run.log", log)])
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == 2  # at the final barrier while every other rank is still in backward
+    assert result.fixes[0]["kind"] in ("fix_code", "fix_data_file")

@@ -921,7 +921,9 @@ def test_a_size_mismatch_where_the_model_adds_its_positions_is_an_input_longer_t
                 "in forward", "hidden_states = inputs_embeds + positions.to(inputs_embeds.device)")
     message = "RuntimeError: The size of tensor a (517) must match the size of tensor b (448) at non-singleton dimension 1"
     long_row = _run(tmp_path, _traceback(1, [modeling], message), name="long.log")
-    assert (long_row.category, long_row.fixes[0]["kind"], long_row.failing_rank) == ("data_pipeline", "fix_data_file", 1)
+    assert (long_row.category, long_row.fixes[0]["kind"], long_row.failing_rank) == ("data_pipeline", "reduce_seq_len", 1)
+    assert "448 positions" in long_row.fixes[0]["title"]  # truncate to what the model holds, then the rows
+    assert long_row.fixes[1]["kind"] == "fix_data_file"
     own = _run(tmp_path, _traceback(1, [('File "/jobs/asr/loss.py", line 40, in loss', "d = pred - target")], message),
                name="own.log")
     assert own.category == "code_bug"

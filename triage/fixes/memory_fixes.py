@@ -64,6 +64,9 @@ def reduce_seq_len(ctx, kind: str) -> dict:
         if target is not None and as_int(target.value):
             edits.set((target.key,), max(as_int(target.value) // 2, 1))
         return edits.fix(kind, "Halve the source (and target) length", _SEQ_WHY, notes=notes, cost="medium")
+    limit = as_int((ctx.facts or {}).get("max_positions"))
+    if limit:
+        return _within_positions(ctx, edits, current, limit, kind)
     keys = SEQ_KEYS
     if current is None:
         current = 2048
@@ -73,6 +76,21 @@ def reduce_seq_len(ctx, kind: str) -> dict:
     edits.set(keys, new)
     notes.append(f"sequence length {current} -> {new}: samples longer than {new} tokens are truncated")
     return edits.fix(kind, f"Cut the maximum sequence length {current} -> {new}", _SEQ_WHY, notes=notes, cost="medium")
+
+
+def _within_positions(ctx, edits, current: int | None, limit: int, kind: str) -> dict:
+    """Inputs past the model's position embeddings: truncate them to the model's positions."""
+    keys = _seq_keys_for(edits.cmd)
+    present = next((key for key in SEQ_KEYS if lookup(ctx, edits.cmd, (key,))[0] is not None), None)
+    if present is not None:
+        keys = (present, *[key for key in keys if key != present])
+    edits.set(keys, limit)
+    was = f"{current} -> " if current is not None else ""
+    notes = [f"the model has {limit} positions: every input must be truncated to at most {limit} tokens",
+             "or drop the rows longer than that before training"]
+    return edits.fix(kind, f"Truncate inputs to the model's {limit} positions ({keys[0]} {was}{limit})",
+                     "The model's position embeddings end at its maximum length; a longer input cannot be embedded "
+                     "at all, whatever the memory.", notes=notes, cost="low")
 
 
 _SEQ_WHY = ("Activation memory grows with the sequence length (and the attention scores with its square "

@@ -521,3 +521,21 @@ def rank_beyond_prepared_parts(exception: str | None, message: str | None, rank:
             f"only the last rank ({rank} of {world_size}) finds no part of its own ({name}): the data was "
             f"prepared for fewer processes than were launched; launch as many processes as there are parts, "
             f"or prepare the data again for {world_size}")
+
+
+_SIZES = re.compile(r"\((\d{1,7})\)")
+
+
+def length_past_positions(message: str | None, setting: str | None, value) -> tuple | None:
+    """An input longer than the model's positions, where the job's own length setting is past them: the
+    setting let the rows run that long (max_length 1024 on a model of 512 positions), not the data."""
+    sizes = [int(size) for size in _SIZES.findall(message or "")[:2]]
+    try:
+        configured = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    if len(sizes) < 2 or configured <= min(sizes):
+        return None
+    return ("config_invalid", ("reduce_seq_len", "fix_config"),
+            f"the job's {setting} ({configured}) is past the model's {min(sizes)} positions: inputs that long cannot "
+            f"be embedded; set it to at most {min(sizes)}")

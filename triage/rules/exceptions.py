@@ -47,6 +47,8 @@ _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
                               r"could not convert string to float: ")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York')
+# a record id: a short prefix and a number ('p00827', 'doc-1942', 'q_77301'), no dots (never a weight's name)
+_RECORD_ID_KEY = re.compile(r"^'[A-Za-z]{1,8}[-_:#]?\d{3,12}'$")
 _VALUE_KEY = re.compile(r"^'(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80}'")
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
 # a record without the field the recipe reads
@@ -483,6 +485,12 @@ def _explain(
         # mapping lacks that entry (built on another node, or keyed by global rank where the local one is used)
         return ("code_bug", ["fix_code"], 0.45,
                 f"the script looks up {message.strip()} in a mapping it built by rank or index, which lacks it")
+    if exception == "KeyError" and _RECORD_ID_KEY.match(message.strip()) and raised_in_user_code:
+        # a record's id ('p00827', 'doc-1942') missing from a table the script built from another file (a
+        # corpus, an index): the files disagree (one exported from another version), not the lookup's code
+        return ("data_pipeline", ["fix_data_file", "fix_path"], 0.45,
+                f"the data refers to {message.strip()}, which the table it is looked up in (built from another "
+                "file) does not hold: the files come from different versions")
     reads_records = bool(frames) and bool(_ROW_LOOP.search(str(frames[-1].get("code", ""))))
     if exception == "KeyError" and (in_data or reads_records or _DATASET_KEY.match(message.strip())):
         return "data_schema", ["convert_data_format", "fix_data_file"], 0.5, "a KeyError in data-handling frames"

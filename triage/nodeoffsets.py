@@ -9,7 +9,10 @@ console gives both numbers for a process:
 
 so that node's local rank 1 is global rank 9, and the node starts at 8. The table comes last, after the lines
 it renumbers, so the tails of the given files are read first (a bounded read: the last 64 KiB of at most 400
-plain files). The offsets are keyed by the file's name as the sources name it, and by the host.
+plain files). The offsets are keyed by the file's name as the sources name it, and by the host. The same
+agent's console names its `--log-dir` run folder when it starts ("Setting worker5 reply file to:
+logs/<run id>/attempt_0/5/error.json"), so that folder's per-rank files take its node's offset too (keyed
+with the hosts: a folder of that name in a source's path).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ _PLAIN = re.compile(r"\.(?:log|txt|out|err)(?:\.\d{1,4})?$|^[^.]+$", re.IGNORECA
 # (whatever a collector put before the field: a timestamp, a compose or journald tag, srun's label)
 _HOST = re.compile(rb"(?:^|\s)host\s*:\s*([\w.\-]{1,120})\s*$", re.MULTILINE)
 _RANK = re.compile(rb"(?:^|\s)rank\s*:\s*(\d{1,6})\s*\(local_rank:\s*(\d{1,6})\)", re.MULTILINE)
+# the agent naming its --log-dir run folder: "reply file to: <dir>/<run id>/attempt_0/5/error.json"
+_RUN_FOLDER = re.compile(rb"(?:[/\\]|\s)([\w.\-]{6,120})[/\\]attempt_\d{1,3}[/\\]\d{1,5}[/\\]error\.json")
 
 
 def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = None
@@ -39,12 +44,15 @@ def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = 
     for full, shown in _plain_files(paths, names):
         try:
             with open(full, "rb") as handle:
-                handle.seek(max(0, os.fstat(handle.fileno()).st_size - TAIL_BYTES))
+                size = os.fstat(handle.fileno()).st_size
+                head = handle.read(TAIL_BYTES) if size > TAIL_BYTES else b""
+                handle.seek(max(0, size - TAIL_BYTES))
                 tail = handle.read(TAIL_BYTES)
         except OSError:
             continue
         if b"local_rank:" not in tail:
             continue
+        folders = {match.group(1).decode("ascii", "replace") for match in _RUN_FOLDER.finditer(head + tail)}
         hosts = [(match.start(), match.group(1).decode("ascii", "replace")) for match in _HOST.finditer(tail)]
         for match in _RANK.finditer(tail):
             offset = int(match.group(1)) - int(match.group(2))
@@ -52,6 +60,8 @@ def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = 
             host = next((name for start, name in reversed(hosts) if start < match.start()), None)
             if host:
                 by_host.setdefault(host, set()).add(offset)
+            for folder in folders:
+                by_host.setdefault(folder, set()).add(offset)
     return _agreed(by_source), _agreed(by_host)
 
 

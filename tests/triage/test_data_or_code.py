@@ -260,3 +260,13 @@ def test_a_record_id_missing_from_the_table_built_from_another_file_is_the_data(
               "    new[name] = old[name]\n"
               "KeyError: 'layers.12.attn'\n")
     assert diagnose([write(tmp_path / "b.log", weight)]).category != "data_pipeline"
+
+
+def test_a_none_image_after_the_decoder_called_a_file_corrupt_is_that_file(tmp_path):
+    crash = ("Traceback (most recent call last):\n"
+             '  File "/srv/sr/data/paired.py", line 61, in __getitem__\n'
+             "    hr = img.astype(np.float32) / 255.0\n"
+             "AttributeError: 'NoneType' object has no attribute 'astype'\n")
+    result = diagnose([write(tmp_path / "a.log", "Premature end of JPEG file\n" + crash)])
+    assert (result.category, result.fixes[0]["kind"]) == ("data_corrupt", "fix_data_file")
+    assert diagnose([write(tmp_path / "b.log", crash)]).category != "data_corrupt"  # no decoder complaint

@@ -68,3 +68,24 @@ def test_a_collectors_lead_before_the_table_fields_is_looked_through(tmp_path):
     (tmp_path / "b.log").write_text("".join(lead + line + "\n" for line in _table("gpu-b", [(9, 1, 1)]).splitlines()))
     by_source, by_host = node_offsets([tmp_path / "b.log"])
     assert by_source == {"b.log": 8} and by_host == {"gpu-b": 8}
+
+
+def test_the_log_dir_folder_an_agent_named_at_start_takes_that_nodes_offset(tmp_path):
+    run = tmp_path / "runs" / "sft-7b-2210_q1w2e3r4" / "attempt_0"
+    for local in range(4):
+        (run / str(local)).mkdir(parents=True)
+        (run / str(local) / "stdout.log").write_text(f"step 10 loss 1.{local}\n")
+        (run / str(local) / "stderr.log").write_text("")
+    (run / "3" / "stderr.log").write_text(
+        "Traceback (most recent call last):\n  File \"/srv/sft/train.py\", line 70, in <module>\n"
+        "    loss.backward()\nRuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    agent = tmp_path / "node3_agent.log"
+    agent.write_text("".join(
+        f"I0302 01:00:00.000000 911 torch/distributed/elastic/multiprocessing/api.py:284] Setting worker{n} reply "
+        f"file to: runs/sft-7b-2210_q1w2e3r4/attempt_0/{n}/error.json\n" for n in range(4))
+        + _table("trn-d", [(15, 3, 1)]))
+    by_source, by_host = node_offsets([agent, tmp_path / "runs"])
+    assert by_host.get("sft-7b-2210_q1w2e3r4") == 12
+    assert offset_of("runs/sft-7b-2210_q1w2e3r4/attempt_0/3/stderr.log", by_source, by_host) == 12
+    result = diagnose([agent, tmp_path / "runs"])
+    assert result.failing_rank == 15

@@ -356,6 +356,19 @@ RULES = [
         "or add a pad token and resize the embeddings",
     ),
     rule(
+        "data.image_decoder_error",
+        "data_corrupt",
+        HINT,
+        ["libpng error", "Corrupt JPEG data", "Premature end of JPEG", "Not a JPEG file"],
+        # the image library's own complaint about a file it could not decode (OpenCV returns None for it; the
+        # script fails a line later on the None: rules/rereads.py reads that failure as the file's)
+        r"libpng error: (?:IDAT|Read Error|bad|CRC|Not a PNG)|Premature end of JPEG file|Not a JPEG file|"
+        r"Corrupt JPEG data: premature end",
+        ["fix_data_file"],
+        0.05,
+        "the image decoder reported a corrupt file",
+    ),
+    rule(
         "data.float64_values",
         "data_schema",
         ROOT,

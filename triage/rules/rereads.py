@@ -27,6 +27,11 @@ REREADS = (
      "versions.extension_built_for_other_torch",
      ("version_mismatch", ("pin_versions",),
       "a compiled extension built for another torch/CUDA has none of its operators on this install")),
+    # a None where an image was expected ("'NoneType' object has no attribute 'shape'"), after the image decoder
+    # said a file was corrupt: cv2.imread returns None for a file it cannot decode
+    (("exception.AttributeError", "exception.TypeError"), None, "data.image_decoder_error",
+     ("data_corrupt", ("fix_data_file",),
+      "an image file the decoder reported corrupt came back as None; find and replace the file")),
 )
 
 

@@ -30,6 +30,9 @@ class Verdict:
     death: object | None = None  # no signature: the launcher's record of how the failing rank ended (a RankExit)
 
 
+# categories whose root rules are forms of one failure (a full disk says "No space left", "file write failed",
+# "unexpected pos"): the earliest of them, whichever rule read it, is where the failure began
+_ONE_FAILURE_MANY_FORMS = ("storage",)
 _TOGETHER_LINES = 40  # lines apart: two ranks' copies of one error printed in the same moment
 
 
@@ -110,8 +113,8 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             winner = cause
     # prefer the earliest instance of the winning signature: the first rank that hit it
     # (the fallback classifier's ids name only a class: "exception.ValueError" is one signature per category)
-    same = [item for item in pool if item.rule_id == winner.rule_id and item.category == winner.category
-            and item.weight >= winner.weight - 0.06]
+    same = [item for item in pool if (item.rule_id == winner.rule_id or item.category in _ONE_FAILURE_MANY_FORMS)
+            and item.category == winner.category and item.weight >= winner.weight - 0.06]
     if winner.category == "rendezvous" and not _WAITING.search(winner.text or ""):
         same = [item for item in same if not _WAITING.search(item.text or "")] or [winner]
     if len({item.source for item in same}) == 1 and any(item.t is None for item in same):

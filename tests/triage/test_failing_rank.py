@@ -600,3 +600,19 @@ def test_the_rank_that_skipped_a_step_waits_at_another_line_while_the_others_tim
     assert result.category == "nccl_timeout"
     assert result.failing_rank == 2  # at the final barrier while every other rank is still in backward
     assert result.fixes[0]["kind"] in ("fix_code", "fix_data_file")
+
+
+def test_a_full_disk_begins_at_its_earliest_form_whichever_words_a_later_rank_used(tmp_path):
+    log = ("[rank3]: Traceback (most recent call last):\n"
+           '[rank3]:   File "/usr/lib/python3.11/site-packages/torch/serialization.py", line 850, in save\n'
+           "[rank3]:     _save(obj, opened_zipfile, pickle_module, pickle_protocol)\n"
+           "[rank3]: RuntimeError: [enforce fail at inline_container.cc:783] . PytorchStreamWriter failed writing "
+           "file data/12: file write failed\n"
+           "[rank0]: Traceback (most recent call last):\n"
+           '[rank0]:   File "/srv/ft/ckpt.py", line 40, in save_shard\n'
+           "[rank0]:     fh.write(blob)\n"
+           "[rank0]: OSError: [Errno 28] No space left on device\n")
+    result = diagnose([write(tmp_path / "save.log", log)])
+    assert result.category == "storage"
+    assert result.failing_rank == 3
+    assert result.root_cause.exception == "RuntimeError"

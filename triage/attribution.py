@@ -128,6 +128,8 @@ def _rank_by_pid(collected: Collected, winner: Candidate) -> int | None:
     if exception:  # Ray's own re-raise lines of the same class, printed above the remote frames
         texts += [hit.text for hit in collected.hits
                   if hit.source == winner.source and f"RayTaskError({exception})" in (hit.text or "")]
+        texts += [f"pid={pid}" for raised, pid in collected.launcher.state.get("task_error_pids") or []
+                  if raised == exception]
     ranks = {table[pid] for text in texts for pid in _pids(text) if pid in table}
     if not ranks:
         # a summary line naming no pid ("1 Workers killed due to memory pressure"): the same kind of report

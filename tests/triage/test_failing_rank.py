@@ -616,3 +616,30 @@ def test_a_full_disk_begins_at_its_earliest_form_whichever_words_a_later_rank_us
     assert result.category == "storage"
     assert result.failing_rank == 3
     assert result.root_cause.exception == "RuntimeError"
+
+
+def test_ray_trains_driver_wrapper_is_never_the_root_and_its_re_raise_names_the_workers_pid(tmp_path):
+    log = "\n".join([
+        "(TorchTrainer pid=700, ip=10.0.0.1) - (ip=10.0.0.1, pid=811) world_rank=0, local_rank=0, node_rank=0",
+        "(TorchTrainer pid=700, ip=10.0.0.1) - (ip=10.0.0.2, pid=912) world_rank=1, local_rank=0, node_rank=1",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/site-packages/ray/_private/worker.py", line 2624, in get',
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(ZeroDivisionError): ray::_RayTrainWorker__execute.get_next() (pid=912, "
+        "ip=10.0.0.2, actor_id=ab12)",
+        '  File "/home/ray/app/train_fn.py", line 40, in score',
+        "    recall = hits / total",
+        "ZeroDivisionError: division by zero",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/home/ray/app/launch.py", line 12, in <module>',
+        "    trainer.fit()",
+        "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed. Please inspect the previous error "
+        "messages for a cause.",
+    ]) + "\n"
+    result = diagnose([write(tmp_path / "driver.log", log)])
+    assert result.root_cause.exception == "ZeroDivisionError"
+    assert result.category == "code_bug"
+    assert result.failing_rank == 1

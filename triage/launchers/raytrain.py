@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
-LITERALS = ("world_rank=",)
+LITERALS = ("world_rank=", "RayTaskError(")
 
 _TABLE = re.compile(r"\bpid=(\d+)\)?,?\s*world_rank=(\d+)")
+# Ray re-raising a remote error on the driver: "RayTaskError(ZeroDivisionError): ray::X.method() (pid=2391, ..."
+_TASK_ERROR = re.compile(r"RayTaskError\((\w+)\): ray::[\w.]+\(\) \(pid=(\d+)")
 
 
 def feed(facts, source: str, lineno: int, text: str, rank):
@@ -20,6 +22,11 @@ def feed(facts, source: str, lineno: int, text: str, rank):
     if match:
         facts.saw("ray")
         facts.state.setdefault("pid_rank", {})[int(match.group(1))] = int(match.group(2))
+    match = _TASK_ERROR.search(text)
+    if match:  # which process raised which class: the table turns the pid into a rank
+        raised = facts.state.setdefault("task_error_pids", [])
+        if len(raised) < 256:
+            raised.append((match.group(1), int(match.group(2))))
     return 0
 
 

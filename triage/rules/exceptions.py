@@ -132,6 +132,8 @@ _CONFIG_CLASS = re.compile(
 # launchers' and supervisors' restatements of a child's failure (mp.spawn's ProcessRaisedException and
 # ProcessExitedException carry the child's traceback or exit in their message): never the origin
 WRAPPERS = frozenset({"ChildFailedError", "CalledProcessError", "KeyboardInterrupt", "SystemExit",
+                      # Ray Train's driver: "The Ray Train run failed. Please inspect the previous error messages"
+                      "TrainingFailedError",
                       "ProcessRaisedException", "ProcessExitedException"})
 # ... and the process group's own error, which usually restates another rank's failure
 _CASCADE = WRAPPERS | {"DistBackendError"}

@@ -392,6 +392,10 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
         kinds.remove("reduce_dataloader_workers")
         kinds.insert(0, "reduce_dataloader_workers")
+    if winner.category == "gpu_oom" and (winner.facts.get("other_processes") or 0) >= 2:
+        # the GPU that ran out holds several other processes of gigabytes: the ranks share one GPU (a fixed
+        # device_map, no set_device), which no smaller batch fixes
+        kinds = ["fix_code", *[kind for kind in kinds if kind != "fix_code"]]
     tb = winner.traceback
     if winner.category == "host_oom" and tb is not None and tb.frames \
             and not exception_rules.library_file(str(tb.frames[-1].get("file", ""))) \

@@ -178,3 +178,27 @@ def test_it_takes_the_world_size_from_the_accelerate_config():
     fixes = oom_fixes(["reduce_batch_size", "shard_more"], command, message=None, configs=configs)
     assert "8 x 1 x 4 = 4 x 2 x 4 = 32" in fixes[0]["notes"][0]
     assert fixes[1]["config"]["fsdp.yaml"]["fsdp_config"] == {"fsdp_sharding_strategy": "FULL_SHARD"}
+
+
+def test_ranks_sharing_the_gpu_that_ran_out_put_device_placement_first(tmp_path):
+    from triage import diagnose
+
+    message = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity "
+               "of 79.15 GiB of which 120.00 MiB is free. Process 5101 has 24.10 GiB memory in use. Process 5102 has "
+               "23.80 GiB memory in use. Process 5103 has 12.00 GiB memory in use. Including non-PyTorch memory, "
+               "this process has 19.00 GiB memory in use.")
+    log = tmp_path / "shared.log"
+    log.write_text("[rank3]: Traceback (most recent call last):\n"
+                   '[rank3]:   File "/srv/q/finetune.py", line 90, in <module>\n'
+                   "[rank3]:     trainer.train()\n"
+                   f"[rank3]: {message}\n")
+    result = diagnose([log], command="torchrun --nproc-per-node 4 finetune.py")
+    first = result.fixes[0]
+    assert (result.category, first["kind"]) == ("gpu_oom", "fix_code")
+    assert first["title"] == "Put each rank on its own GPU"
+    assert any("LOCAL_RANK" in note for note in first["notes"])
+    # one other process (a stray server, a co-located engine) is not the ranks sharing the GPU
+    single = tmp_path / "stray.log"
+    single.write_text(log.read_text().replace("Process 5102 has 23.80 GiB memory in use. Process 5103 has 12.00 GiB "
+                                              "memory in use. ", ""))
+    assert diagnose([single], command="torchrun --nproc-per-node 4 finetune.py").fixes[0]["kind"] != "fix_code"

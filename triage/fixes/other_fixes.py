@@ -110,6 +110,8 @@ def replace_hardware(ctx, kind: str) -> dict:
 def fix_code(ctx, kind: str) -> dict:
     if out_of_step(ctx):
         return uneven_ranks(ctx, kind)
+    if ctx.category == "gpu_oom" and ((ctx.facts or {}).get("other_processes") or 0) >= 2:
+        return ranks_share_a_gpu(ctx, kind)
     edits = Edits(ctx)
     where = ctx.facts.get("frame") or ctx.facts.get("user_frame")
     title = f"Fix the bug in the training script ({ctx.exception or 'error'})"
@@ -125,3 +127,21 @@ def generic(ctx, kind: str) -> dict:
     return edits.fix(kind, f"{kind.replace('_', ' ').capitalize()} (no builder for this fix kind)",
                      "The rules proposed a fix kind this engine has no specific builder for; see the evidence.",
                      notes=["the command is repeated unchanged"])
+
+
+def ranks_share_a_gpu(ctx, kind: str) -> dict:
+    """The OOM message lists several other processes of gigabytes on the GPU that ran out: the ranks were all
+    placed on one GPU."""
+    edits = Edits(ctx)
+    facts = ctx.facts or {}
+    gpu = facts.get("device_index")
+    where = f"GPU {gpu}" if gpu is not None else "the GPU that ran out"
+    notes = [f"the out-of-memory message lists {facts['other_processes']} other processes holding gigabytes on "
+             f"{where}: the job's ranks are all on it while the other GPUs stay empty",
+             "load the model onto the rank's own GPU: device_map={'': int(os.environ['LOCAL_RANK'])} (or "
+             "accelerate's PartialState().process_index) instead of a fixed device or 'auto'",
+             "call torch.cuda.set_device(local_rank) before building the model, and check that "
+             "CUDA_VISIBLE_DEVICES is not narrowed to one GPU for every rank"]
+    return edits.fix(kind, "Put each rank on its own GPU", "Several of the job's processes share the GPU that ran out "
+                     "of memory; spreading them over the GPUs frees it without a smaller batch.", notes=notes,
+                     cost="low")

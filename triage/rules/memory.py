@@ -19,7 +19,17 @@ def _tried(match: re.Match) -> dict:
     device = re.search(r"\(GPU (\d+);|GPU (\d+) has a total capacity", match.string)
     if device:
         out["device_index"] = int(device.group(1) or device.group(2))
+    # other processes holding gigabytes on the same GPU ("Process 22817 has 30.02 GiB memory in use"): where
+    # several do, the job's ranks share the GPU (triage.pipeline puts the device placement first)
+    others = [float(size) for size in _OTHER_PROCESS.findall(match.string)]
+    if others:
+        # (where the message has no "this process has ..." of its own, the failing process is one of the list)
+        own = 0 if "this process has" in match.string else 1
+        out["other_processes"] = max(sum(1 for size in others if size >= 1.0) - own, 0)
     return out
+
+
+_OTHER_PROCESS = re.compile(r"Process \d{1,9} has ([\d.]{1,8}) GiB memory in use")
 
 
 _REQUEST = re.compile(r"tried to allocate (\d+) bytes|Unable to allocate ([\d.]+) ([KMGT]?)i?B")

@@ -927,3 +927,23 @@ def test_a_size_mismatch_where_the_model_adds_its_positions_is_an_input_longer_t
     own = _run(tmp_path, _traceback(1, [('File "/jobs/asr/loss.py", line 40, in loss', "d = pred - target")], message),
                name="own.log")
     assert own.category == "code_bug"
+
+
+def test_a_device_mismatch_under_the_teams_callback_that_the_trainer_called_is_the_callbacks_code(tmp_path):
+    frames = [
+        ('File "/home/ml/rl/train_rl.py", line 60, in <module>', "trainer.train()"),
+        ('File "/env/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1096, in _calculate_rewards',
+         "output_reward_func = reward_func(prompts=prompts, completions=completions)"),
+        ('File "/home/ml/rl/scoring.py", line 30, in judge_reward', "scores = judge(**batch).logits[:, 0]"),
+        ('File "/env/lib/python3.11/site-packages/transformers/models/roberta/modeling_roberta.py", line 800, '
+         "in forward", "embedding_output = self.embeddings(input_ids)"),
+        ('File "/env/lib/python3.11/site-packages/torch/nn/functional.py", line 2551, in embedding',
+         "return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)"),
+    ]
+    message = ("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+               "cuda:0 and cuda:2!")
+    callback = _run(tmp_path, _traceback(2, frames, message), name="cb.log")
+    assert (callback.category, callback.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    # the same mismatch inside the library's own model, called straight from the script: the placement setting
+    plain = _run(tmp_path, _traceback(2, [frames[0], *frames[3:]], message), name="plain.log")
+    assert plain.category == "config_invalid"

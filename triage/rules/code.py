@@ -52,6 +52,14 @@ def _devices_met_in_own_code(frames: list[dict]):
         return ("code_bug", ("fix_code",),
                 "two GPUs' tensors meet in the script's own code: it moves a tensor to a device of its own choosing "
                 "(cuda:<local rank>) instead of the model's or the runner's device")
+    own = [index for index, frame in enumerate(frames) if not library_file(str(frame.get("file", "")))]
+    if len(own) >= 2 and own[-1] > 0 and library_file(str(frames[own[-1] - 1].get("file", ""))):
+        # the trainer called back into the team's code (a reward function, a metric, a collator) and the
+        # mismatch is below it: the callback runs a model or tensors of its own on a device it chose itself
+        return ("code_bug", ("fix_code",),
+                "two GPUs' tensors meet under the script's own callback (a reward function, a metric) that the "
+                "trainer called: the callback keeps its own model or tensors on a fixed device (cuda / cuda:0) "
+                "instead of the rank's device")
     return None
 
 

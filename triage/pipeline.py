@@ -112,6 +112,7 @@ def _build(
     winner = _reread_by_hints(winner, collected, verdict.failing_rank)
     winner = _reread_empty_by_filter(winner, command)
     winner = _reread_past_positions(winner, verdict, command, configs)
+    winner = _reread_label_count(winner, verdict, command, configs)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -216,6 +217,19 @@ def _reread_past_positions(winner, verdict: Verdict, command: str | None, config
         value, _ = lookup(context, cmd, (setting,))
         if value is not None:
             return _read_as(winner, config_rules.length_past_positions(verdict.message, setting, value))
+    return winner
+
+
+def _reread_label_count(winner, verdict: Verdict, command: str | None, configs):
+    """A class label past the head, read again against the job's class count."""
+    if winner is None or verdict.exception != "IndexError" or "out of bounds" not in (verdict.message or ""):
+        return winner
+    context = fix_builders.FixContext(category=winner.category, command=command, configs=configs or {})
+    cmd = parse_command(command or "")
+    for setting in config_rules.LABEL_COUNT_KEYS:
+        value, _ = lookup(context, cmd, (setting,))
+        if value is not None:
+            return _read_as(winner, config_rules.labels_past_head(verdict.message, setting, value))
     return winner
 
 

@@ -270,3 +270,19 @@ def test_a_none_image_after_the_decoder_called_a_file_corrupt_is_that_file(tmp_p
     result = diagnose([write(tmp_path / "a.log", "Premature end of JPEG file\n" + crash)])
     assert (result.category, result.fixes[0]["kind"]) == ("data_corrupt", "fix_data_file")
     assert diagnose([write(tmp_path / "b.log", crash)]).category != "data_corrupt"  # no decoder complaint
+
+
+def test_class_labels_past_a_one_output_head_are_the_class_count_setting(tmp_path):
+    log = ("Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.11/site-packages/torch/nn/functional.py", line 3555, in cross_entropy\n'
+           "    return torch._C._nn.cross_entropy_loss(\n"
+           "IndexError: Target 1 is out of bounds.\n")
+    head = write(tmp_path / "head.yaml", "model: tiny\nnum_labels: 1\n")
+    result = diagnose([write(tmp_path / "a.log", log)], command="torchrun --nproc-per-node 2 fit.py --config head.yaml",
+                      config_paths=[str(head)])
+    assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")
+    # one past a head of several classes is the data's 1-based labels
+    four = write(tmp_path / "four.yaml", "model: tiny\nnum_labels: 4\n")
+    shifted = diagnose([write(tmp_path / "b.log", log.replace("Target 1", "Target 4"))],
+                       command="torchrun --nproc-per-node 2 fit.py --config four.yaml", config_paths=[str(four)])
+    assert shifted.category != "config_invalid"

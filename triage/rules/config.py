@@ -539,3 +539,24 @@ def length_past_positions(message: str | None, setting: str | None, value) -> tu
     return ("config_invalid", ("reduce_seq_len", "fix_config"),
             f"the job's {setting} ({configured}) is past the model's {min(sizes)} positions: inputs that long cannot "
             f"be embedded; set it to at most {min(sizes)}")
+
+
+_TARGET_OUT = re.compile(r"Target (-?\d{1,9}) is out of bounds")
+LABEL_COUNT_KEYS = ("num_labels", "num_classes", "n_classes", "num_class")
+
+
+def labels_past_head(message: str | None, setting: str, value) -> tuple | None:
+    """A class label past a classification head the job built with one output (num_labels 1: a score head under
+    a classification loss): the setting, not the data. (Labels one past a head of several classes are the data's:
+    1-based labels.)"""
+    found = _TARGET_OUT.search(message or "")
+    try:
+        classes = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    if found is None or classes > 1 or int(found.group(1)) < classes:
+        return None
+    return ("config_invalid", ("fix_config", "fix_data_file"),
+            f"the job's {setting} ({classes}) builds a head of {classes} classes, but the labels reach "
+            f"{found.group(1)}: set {setting} to the number of classes the data has (or use a regression loss "
+            "for scores)")

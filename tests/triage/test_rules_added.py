@@ -111,3 +111,37 @@ def test_deepspeeds_note_that_it_accepts_a_compatible_cuda_toolkit_is_not_the_fa
                        "CUDA version 11.8 does not match the version torch was compiled with 12.1, unable to compile "
                        "cuda/cpp extensions without a matching cuda version.\n")
     assert diagnose([refused]).category == "version_mismatch"
+
+
+def _library_traceback(path: str, code: str, last: str) -> str:
+    return ("Traceback (most recent call last):\n  File \"/srv/rl/train.py\", line 30, in <module>\n    main()\n"
+            f"  File \"/usr/lib/python3.11/site-packages/{path}\", line 400, in run\n    {code}\n{last}\n")
+
+
+@pytest.mark.parametrize(("path", "code", "last", "category", "first"), [
+    # a feature that needs a second backend in the process group: the setup, not a rendezvous
+    ("torch/distributed/checkpoint/state_dict_saver.py", "assert pg_has_cpu_backend(group)",
+     "AssertionError: A CPU backend must be enabled for async save; try initializing process group with "
+     "'cpu:gloo,cuda:nccl'", "config_invalid", "fix_config"),
+    # an operator DTensor has no rule for: the model's code runs it on a sharded tensor
+    ("torch/distributed/tensor/_sharding_prop.py", "raise NotImplementedError(msg)",
+     "NotImplementedError: Operator aten.grid_sampler_2d.default does not have a sharding strategy registered.",
+     "code_bug", "fix_code"),
+    # the trainer hands the dataset's columns to the team's reward function, which needs one the data lacks
+    ("trl/trainer/grpo_trainer.py", "output = reward_func(prompts=prompts, completions=completions, **kwargs)",
+     "TypeError: format_reward() missing 1 required positional argument: 'answer'", "data_schema",
+     "convert_data_format"),
+])
+def test_library_raised_messages_are_read_by_what_they_say(tmp_path, path, code, last, category, first):
+    log = tmp_path / "run.log"
+    log.write_text(_library_traceback(path, code, last))
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == (category, first)
+
+
+def test_a_callback_missing_an_argument_that_is_no_data_field_stays_a_signature_mismatch(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(_library_traceback("transformers/trainer.py", "loss = self.compute_loss(model, inputs, **kw)",
+                                      "TypeError: compute_loss() missing 1 required positional argument: "
+                                      "'num_items_in_batch'"))
+    assert diagnose([log]).category == "version_mismatch"

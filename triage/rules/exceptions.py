@@ -167,6 +167,13 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("cuda_error", ["debug_cuda"], 0.5,
          r"device-side assert|illegal memory access|cublas_status|cudnn_status|cuda error|cuda driver|"
          r"no kernel image|misaligned address|launch failure|unspecified launch"),
+        # an operator DTensor has no sharding rule for: the model runs an op on a sharded tensor that must run on
+        # the local or full tensor (the model's code), or the layer must be left unsharded (the plan)
+        ("code_bug", ["fix_code", "fix_config"], 0.5, r"does not have a sharding strategy registered"),
+        # a feature that needs another backend in the process group ("A CPU backend must be enabled for async
+        # save; try initializing process group with 'cpu:gloo,cuda:nccl'"): the job's setup, not the rendezvous
+        ("config_invalid", ["fix_config", "fix_code"], 0.5,
+         r"backend must be enabled|try initiali[sz]ing (?:the )?process group with"),
         # ranks that never all arrived at start-up: the job did not form (not a hung collective)
         ("rendezvous", ["fix_rendezvous", "increase_timeout"], 0.5,
          r"initiali[sz]\w* (?:the )?process group|store[ _]based barrier|clients joined|waiting for (?:clients|workers)"),
@@ -278,7 +285,7 @@ _MODULES: list[tuple[re.Pattern, str, list[str]]] = [
      "model_load", ["fix_path", "fix_config"]),
     # torch.distributed's checkpointing and sharding APIs are loading and configuration, not communication
     (re.compile(r"torch[/.]distributed[/.]checkpoint"), "model_load", ["fix_path", "fix_config"]),
-    (re.compile(r"torch[/.]distributed[/.](?:fsdp|_shard|_tensor|tensor[/.]parallel|_composable)"),
+    (re.compile(r"torch[/.]distributed[/.](?:fsdp|_shard|_tensor|tensor|_composable|device_mesh|pipelining)"),
      "config_invalid", ["fix_config"]),
     (re.compile(r"torch[/.]distributed[/.](?!elastic)|ProcessGroup"), "nccl_error", ["set_nccl_env"]),
 ]
@@ -708,6 +715,8 @@ _SAME_OBJECT = re.compile(r"(?:cannot|can't|must not|should not) be the same (?:
 _RANDOM_MODULE = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]random\.py$|numpy[/\\.]random[/\\.]|"
                             r"(?:^|[/\\])(?:mtrand|_mt19937|_generator|bit_generator)\.pyx$")
 _OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
+# the one argument a call left out, named like a dataset field: "missing 1 required positional argument: 'solution'"
+_MISSING_FIELD = re.compile(r"missing 1 required (?:positional|keyword-only) argument: ('\w+')")
 _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
     r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
@@ -786,6 +795,14 @@ def _signature_change(exception: str, message: str, frames: list[dict]):
         return None
     last_two = frames[-2:]
     library = [frame for frame in last_two if _SITE.search(frame.get("file", ""))]
+    missing = _MISSING_FIELD.search(message)
+    if exception == "TypeError" and missing and _DATASET_KEY.match(missing.group(1)) \
+            and _SITE.search(frames[-1].get("file", "")):
+        # a trainer calling the team's function (a reward function, a formatting function) with the dataset's
+        # columns as arguments: the function takes a field the dataset has no column for
+        return ("data_schema", ["convert_data_format", "fix_code"], 0.5,
+                f"the trainer passes the dataset's columns to the team's function, which needs {missing.group(1)}: "
+                "the dataset has no such column")
     if exception == "TypeError" and _SIGNATURE.search(message) and library:
         return ("version_mismatch", ["pin_versions", "fix_code"], 0.45,
                 "a call between library code and the script with a signature one side does not have")

@@ -286,3 +286,23 @@ def test_class_labels_past_a_one_output_head_are_the_class_count_setting(tmp_pat
     shifted = diagnose([write(tmp_path / "b.log", log.replace("Target 1", "Target 4"))],
                        command="torchrun --nproc-per-node 2 fit.py --config four.yaml", config_paths=[str(four)])
     assert shifted.category != "config_invalid"
+
+
+def test_a_keyerror_on_a_named_field_of_each_item_a_comprehension_reads_is_the_datas_schema(tmp_path):
+    log = ("Traceback (most recent call last):\n"
+           '  File "/srv/asr/data.py", line 93, in __init__\n'
+           '    self.lengths = [int(m["duration_frames"]) for m in kept]\n'
+           "KeyError: 'duration_frames'\n")
+    result = diagnose([write(tmp_path / "a.log", log)])
+    assert (result.category, result.fixes[0]["kind"]) == ("data_schema", "convert_data_format")
+
+
+def test_a_single_character_missing_from_a_character_vocabulary_is_a_value_the_data_holds(tmp_path):
+    log = ("Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py", line 52, in fetch\n'
+           "    data = [self.dataset[idx] for idx in possibly_batched_index]\n"
+           '  File "/srv/asr/data.py", line 120, in encode_text\n'
+           "    ids = [self.vocab[ch] for ch in text]\n"
+           "KeyError: '9'\n")
+    result = diagnose([write(tmp_path / "b.log", log)])
+    assert result.category == "data_pipeline"

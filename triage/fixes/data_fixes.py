@@ -84,6 +84,16 @@ def fix_data_file(ctx, kind: str) -> dict:
         return uneven_ranks(ctx, kind)
     edits = Edits(ctx)
     text = evidence_text(ctx)
+    if ctx.category == "numerical" and ctx.rule_id == "numerical.ctc_infinite":
+        return edits.fix(
+            kind, "Drop the rows whose transcript is longer than their frames",
+            "CTC needs at least one input frame per output label (more where a label repeats); a row whose "
+            "transcript is longer than its frames after downsampling has no alignment, so its loss is infinite.",
+            notes=["compare each row's transcript length with its frame count divided by the model's downsampling; "
+                   "drop the rows over it (or fix transcripts glued from several utterances)",
+                   "zero_infinity=True in the CTC loss skips such rows instead of failing, but hides them"],
+            cost="low",
+        )
     if ctx.category == "numerical":
         return edits.fix(
             kind, "Find the rows of the failing rank's data that make the loss non-finite",

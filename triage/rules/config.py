@@ -34,6 +34,19 @@ def _argparse_exit(match: re.Match) -> dict:
 
 RULES = [
     rule(
+        "config.ctc_blank_range",
+        "config_invalid",
+        ROOT,
+        ["blank must be in label range"],
+        # the CTC blank index set to the vocabulary size (or past it): the output layer has no such class
+        r"blank must be in label range",
+        ["fix_config", "fix_code"],
+        0.8,
+        "the CTC blank index is outside the model's output classes: set blank_id to a class the output layer "
+        "has (0 by convention, or vocab size - 1 where the blank is the last class) and size the output layer "
+        "as vocabulary + blank",
+    ),
+    rule(
         "config.cli_value_refused",
         "config_invalid",
         ROOT,

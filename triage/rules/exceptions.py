@@ -46,10 +46,11 @@ _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 # a string where a number belongs ("must be real number, not str", torch.tensor(["3.5"]))
 _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
                               r"could not convert string to float: ")
-# a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York')
 # a record id: a short prefix and a number ('p00827', 'doc-1942', 'q_77301'), no dots (never a weight's name)
 _RECORD_ID_KEY = re.compile(r"^'[A-Za-z]{1,8}[-_:#]?\d{3,12}'$")
-_VALUE_KEY = re.compile(r"^'(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80}'")
+# a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York'), or a
+# single character (a letter or digit missing from a character vocabulary)
+_VALUE_KEY = re.compile(r"^'(?:[^']|(?=[^']*(?:[A-Z]|[^\x00-\x7f]| ))[^']{1,80})'$")
 # the field names training datasets carry across SFT, preference and RL recipes: a KeyError naming one is
 # a record without the field the recipe reads
 _DATASET_KEY = re.compile(
@@ -62,7 +63,9 @@ _DATASET_KEY = re.compile(
 _ROW_LOOP = re.compile(
     r"\bfor\s+(\w+)\s+in\s+[\w.()\[\]]*?(?:rows|records|examples|samples|dataset|data|lines|items|shard|split)\b"
     r"[\w.()\[\]]*(?=.*\b\1\[)|\b(\w+)\[[^\]]+\].*\bfor\s+\2\s+in\s+[\w.()\[\]]*?"
-    r"(?:rows|records|examples|samples|dataset|data|lines|items|shard|split)\b",
+    r"(?:rows|records|examples|samples|dataset|data|lines|items|shard|split)\b|"
+    # a comprehension reading one named field of each item it loops over: [int(r["num_frames"]) for r in kept]
+    r"\b(\w+)\[[\"'][\w\-]{1,60}[\"']\].*\bfor\s+\3\s+in\s+\w",
     re.IGNORECASE,
 )
 _RESUMING = re.compile(r"resum", re.I)

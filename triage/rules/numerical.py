@@ -6,6 +6,19 @@ from triage.rules import HINT, ROOT, rule
 
 RULES = [
     rule(
+        "numerical.ctc_infinite",
+        "numerical",
+        ROOT,
+        ["CTC", "ctc"],
+        # a CTC loss of inf: a transcript longer than its input frames (after the model's downsampling) has no
+        # alignment at all; the rows, not the optimizer (zero_infinity=True only hides them)
+        r"(?i)\bctc(?:[ _]loss)?\b[^\n]{0,30}?\b(?:is|=|became|went|of)\s*[+]?inf\b",
+        ["fix_data_file", "fix_config"],
+        0.75,
+        "the CTC loss is infinite: a transcript is longer than its input frames, so no alignment exists; drop "
+        "or fix those rows (or set zero_infinity=True to skip them)",
+    ),
+    rule(
         "numerical.loss_scale",
         "numerical",
         ROOT,

@@ -417,6 +417,11 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
         # one allocation refused at the script's own line in the main process (a buffer sized by the batch,
         # a dense table): the batch and that line, not the DataLoader workers around it
         kinds = ["reduce_batch_size", "fix_code"] + [kind for kind in kinds if kind not in ("reduce_batch_size", "fix_code")]
+        if _ATTENTION_SCORES.search(str(tb.frames[-1].get("code", ""))):
+            # the line computes attention scores (queries times keys): square in the sequence length, so an
+            # overlong input (an unsegmented recording, a document never truncated) is what filled the memory
+            kinds = ["reduce_seq_len", "fix_data_file", *[kind for kind in kinds
+                                                          if kind not in ("reduce_seq_len", "fix_data_file")]]
     if "reduce_batch_size" in kinds and command and _BATCH_ONE.search(command):
         kinds.remove("reduce_batch_size")
         for kind in ("reduce_seq_len", "enable_gradient_checkpointing", "shard_more"):
@@ -492,6 +497,13 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
             # RAM that grows while steps run: the batch and the input pipeline's workers that prepare it
             # (the workers come first where the log or the command shows them: _by_evidence)
             kinds = ["reduce_batch_size", "reduce_dataloader_workers", "fix_config"]
+    if winner.category == "host_oom" and _one_rank_refused_an_allocation(collected, verdict, winner, world_size):
+        # ranks of a data-parallel job run the same code on the same batch size: one rank alone refused one
+        # allocation of gigabytes (the others only lost it), so its own input was the outlier (a record or
+        # sequence many times the usual length, a row of a packed shard); that row, and the length limit, first
+        # (where the script's own line made the allocation, its buffer and the batch come first: _by_evidence)
+        kinds = ["fix_data_file", "reduce_seq_len", *[kind for kind in kinds if kind not in ("fix_data_file",
+                                                                                             "reduce_seq_len")]]
     if winner.category == "numerical" and _one_rank_went_non_finite(collected, verdict, world_size):
         # the ranks of a data-parallel job hold the same weights: a loss that is not finite on one rank only
         # may have come from that rank's batch (a value the transform cannot take, an empty sequence pooled to
@@ -542,6 +554,30 @@ def _one_rank_went_non_finite(collected, verdict: Verdict, world_size: int | Non
                   if tb.rank is not None and (tb.source, tb.exc_line) not in cascades
                   and (verdict.root_traceback is None or tb.exception == verdict.root_traceback.exception)}
     return numerical - {None} == {rank}
+
+
+_ATTENTION_SCORES = re.compile(r"\bq\w*\s*@\s*k\w*|matmul\(\s*q\w*\s*,\s*k\w*|\bk\w*\.transpose\(\s*-[12]\s*,\s*-[12]\s*\)|"
+                               r"\battn_(?:weights|scores)\s*=|\battention_scores\s*=")
+_REQUESTED = re.compile(r"(?:tried to allocate|allocation of) (\d{1,15}) bytes")
+_OUTLIER_BYTES = 4 * 2**30
+_ALLOCATION_REFUSED = re.compile(r"can't allocate memory|[Cc]annot allocate memory|memory allocation of \d+ bytes "
+                                 r"failed|std::bad_alloc|Unable to allocate")
+
+
+def _one_rank_refused_an_allocation(collected, verdict: Verdict, winner, world_size: int | None) -> bool:
+    """The failing rank is the only rank of several whose process refused one allocation of gigabytes itself (an
+    allocator's refusal, not a process the kernel killed): a request that size for one tensor is one outlying
+    input (a larger shard only grows the arrays a little: its limit is the setting)."""
+    rank = verdict.failing_rank
+    if rank is None or max(len(collected.tracks), world_size or 0) < 2:
+        return False
+    said = f"{verdict.message or ''} {winner.text or ''}"
+    request = _REQUESTED.search(said)
+    if not _ALLOCATION_REFUSED.search(said) or request is None or int(request.group(1)) < _OUTLIER_BYTES:
+        return False
+    ranks = {hit.rank for hit in collected.hits if hit.rule.category == "host_oom" and hit.rule.role == "root"}
+    ranks |= {tb.rank for tb in collected.tracebacks if tb.exception == "MemoryError"}
+    return ranks - {None} == {rank}
 
 
 def _offloads_to_cpu(configs: dict) -> bool:

@@ -406,3 +406,41 @@ def test_a_script_started_without_a_launcher_is_told_to_start_under_one():
               evidence=["KeyError: 'LOCAL_RANK'"])
     assert one["title"] == "Start the script under a distributed launcher"
     assert one["notes"][0] == "torchrun --nproc_per_node <GPUs per node> finetune.py --epochs 3"
+
+
+def test_one_rank_refusing_an_allocation_of_gigabytes_puts_its_outlying_input_first(tmp_path):
+    from triage import diagnose
+
+    lost = ("[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+            "peer [127.0.0.1]:3310\n")
+    big = ("[rank2]: Traceback (most recent call last):\n"
+           '[rank2]:   File "/srv/asr/train.py", line 210, in step\n'
+           "[rank2]:     logits = model(feats)\n"
+           '[rank2]:   File "/usr/lib/python3.11/site-packages/torch/nn/functional.py", line 5900, in attention\n'
+           "[rank2]:     attn = torch.softmax(scores, dim=-1)\n"
+           "[rank2]: RuntimeError: [enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+           "memory: you tried to allocate {n} bytes. Error code 12 (Cannot allocate memory)\n")
+    log = tmp_path / "run.log"
+    log.write_text(lost + big.format(n=52_000_000_000))
+    outlier = diagnose([log], command="torchrun --nproc-per-node 3 train.py")
+    assert outlier.category == "host_oom"
+    assert [fix["kind"] for fix in outlier.fixes][:2] == ["fix_data_file", "reduce_seq_len"]
+    log.write_text(lost + big.format(n=400_000_000))  # a few hundred MB: a larger shard against a cap
+    assert diagnose([log], command="torchrun --nproc-per-node 3 train.py").fixes[0]["kind"] != "fix_data_file"
+
+
+def test_host_memory_refused_at_the_scripts_attention_scores_line_is_the_sequence_length(tmp_path):
+    from triage import diagnose
+
+    log = tmp_path / "run.log"
+    log.write_text("[rank1]: Traceback (most recent call last):\n"
+                   '[rank1]:   File "/srv/asr/model.py", line 88, in forward\n'
+                   "[rank1]:     scores = torch.matmul(q, k.transpose(-1, -2)) / self.scale\n"
+                   "[rank1]: RuntimeError: [enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't "
+                   "allocate memory: you tried to allocate 9000000000 bytes. Error code 12 (Cannot allocate memory)\n")
+    result = diagnose([log], command="torchrun --nproc-per-node 2 train.py --max_len 4096")
+    assert [fix["kind"] for fix in result.fixes][:2] == ["reduce_seq_len", "fix_data_file"]
+    # a dense table the script builds itself: the batch and that line
+    log.write_text(log.read_text().replace("scores = torch.matmul(q, k.transpose(-1, -2)) / self.scale",
+                                           "table = torch.zeros(vocab * 512, vocab * 512)"))
+    assert diagnose([log], command="torchrun --nproc-per-node 2 train.py").fixes[0]["kind"] == "reduce_batch_size"

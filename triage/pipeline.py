@@ -414,9 +414,16 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
     if winner.category == "host_oom" and tb is not None and tb.frames \
             and not exception_rules.library_file(str(tb.frames[-1].get("file", ""))) \
             and (winner.facts.get("bytes") or tb.exception == "MemoryError"):
-        # one allocation refused at the script's own line in the main process (a buffer sized by the batch,
-        # a dense table): the batch and that line, not the DataLoader workers around it
+        # one allocation refused at the script's own line in the main process (a dense table, a cache of every
+        # window, a buffer sized by the batch): that line first, then the batch; not the DataLoader workers
         kinds = ["reduce_batch_size", "fix_code"] + [kind for kind in kinds if kind not in ("reduce_batch_size", "fix_code")]
+        rows = _WHOLE_DATA_ARRAY.search(f"{winner.text or ''} {tb.message or ''}")
+        if rows and int(rows.group(1)) >= 10_000:
+            # numpy refusing an array over the whole data ("for an array with shape (356977, 432, 4)": a cache of
+            # every window, a feature table): no batch size is in it; the memory the job allows it, then building
+            # it in chunks (or memory-mapped), then the data that grew
+            kinds = ["fix_config", "fix_code", "fix_data_file"] + [
+                kind for kind in kinds if kind not in ("fix_config", "fix_code", "fix_data_file")]
         if _ATTENTION_SCORES.search(str(tb.frames[-1].get("code", ""))):
             # the line computes attention scores (queries times keys): square in the sequence length, so an
             # overlong input (an unsegmented recording, a document never truncated) is what filled the memory
@@ -556,6 +563,7 @@ def _one_rank_went_non_finite(collected, verdict: Verdict, world_size: int | Non
     return numerical - {None} == {rank}
 
 
+_WHOLE_DATA_ARRAY = re.compile(r"for an array with shape \((\d{1,12}),")
 _ATTENTION_SCORES = re.compile(r"\bq\w*\s*@\s*k\w*|matmul\(\s*q\w*\s*,\s*k\w*|\bk\w*\.transpose\(\s*-[12]\s*,\s*-[12]\s*\)|"
                                r"\battn_(?:weights|scores)\s*=|\battention_scores\s*=")
 _REQUESTED = re.compile(r"(?:tried to allocate|allocation of) (\d{1,15}) bytes")

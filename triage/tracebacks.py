@@ -21,7 +21,8 @@ _IPY_CONTEXT = re.compile(r"^\s*(?:-*>\s*)?\d{1,6}(?: |$)|^\s*\(\.\.\.\)\s*$")
 _RICH_FRAME = re.compile(r"[│|]\s*(\S{1,500}?\.pyx?):(\d+)(?: in ([^\s│]{1,200}))?")
 _EXC = re.compile(
     r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
-    r"(?:[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
+    # (a private class keeps its leading underscore: numpy's _ArrayMemoryError, _UFuncOutputCastingError)
+    r"(?:_{0,2}[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
     r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z][A-Za-z]{1,60}(?=:)|"
     # standard modules whose exception class is a lowercase `error`
     r"(?:(?<=re\.)|(?<=socket\.)|(?<=zlib\.)|(?<=struct\.))error(?=:)))"

@@ -145,3 +145,33 @@ def test_a_callback_missing_an_argument_that_is_no_data_field_stays_a_signature_
                                       "TypeError: compute_loss() missing 1 required positional argument: "
                                       "'num_items_in_batch'"))
     assert diagnose([log]).category == "version_mismatch"
+
+
+@pytest.mark.parametrize(("last", "category", "first"), [
+    ("numpy._core._exceptions._UFuncOutputCastingError: Cannot cast ufunc 'subtract' output from dtype('float32') "
+     "to dtype('int16') with casting rule 'same_kind'", "data_schema", "convert_data_format"),
+    ("ValueError: window shape cannot be larger than input array shape", "data_pipeline", "fix_data_file"),
+    ("ValueError: The defined number of input channels (7) in the config has to be the same as the number of "
+     "channels in the batch input (6)", "config_invalid", "fix_config"),
+])
+def test_numpy_and_model_config_messages_from_the_teams_pipeline(tmp_path, last, category, first):
+    log = tmp_path / "run.log"
+    log.write_text("[rank1]: Traceback (most recent call last):\n"
+                   '[rank1]:   File "/srv/grid/windows.py", line 40, in build\n'
+                   "[rank1]:     arr -= stats.mean\n"
+                   f"[rank1]: {last}\n")
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == (category, first)
+    assert result.root_cause.exception == last.split(":", 1)[0].rsplit(".", 1)[-1]
+
+
+def test_numpys_private_memory_error_is_named_and_an_array_over_the_whole_data_is_the_memory_it_is_allowed(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("[rank1]: Traceback (most recent call last):\n"
+                   '[rank1]:   File "/srv/grid/windows.py", line 77, in __init__\n'
+                   "[rank1]:     self.cache = np.ascontiguousarray(view.transpose(0, 2, 1))\n"
+                   "[rank1]: numpy._core._exceptions._ArrayMemoryError: Unable to allocate 3.10 GiB for an array with "
+                   "shape (480000, 432, 4) and data type float32\n")
+    result = diagnose([log], command="torchrun --nproc-per-node 2 train.py")
+    assert (result.category, result.root_cause.exception) == ("host_oom", "_ArrayMemoryError")
+    assert result.fixes[0]["kind"] == "fix_config"

@@ -170,6 +170,17 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("cuda_error", ["debug_cuda"], 0.5,
          r"device-side assert|illegal memory access|cublas_status|cudnn_status|cuda error|cuda driver|"
          r"no kernel image|misaligned address|launch failure|unspecified launch"),
+        # numpy refusing to write a float result into an integer array in place (`a -= mean` on int16 readings):
+        # the data was stored as integers where the pipeline works in floats
+        ("data_schema", ["convert_data_format", "fix_data_file", "fix_code"], 0.5,
+         r"cannot cast ufunc '\w+' output from dtype\('float\d*'\) to dtype\('u?int\d*'\)"),
+        # numpy's sliding window longer than the series it slides over: a file shorter than context + horizon
+        ("data_pipeline", ["fix_data_file", "fix_code", "reduce_seq_len"], 0.5,
+         r"window shape cannot be larger than input array shape"),
+        # a model config's own size check against the batch ("The defined number of input channels (5) in the
+        # config has to be the same as the number of channels in the batch input (4)"): the setting
+        ("config_invalid", ["fix_config"], 0.5,
+         r"in the config (?:has to|must) (?:be the same as|match)|defined in the config (?:does not|doesn't) match"),
         # an operator DTensor has no sharding rule for: the model runs an op on a sharded tensor that must run on
         # the local or full tensor (the model's code), or the layer must be left unsharded (the plan)
         ("code_bug", ["fix_code", "fix_config"], 0.5, r"does not have a sharding strategy registered"),

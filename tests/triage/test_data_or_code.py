@@ -306,3 +306,14 @@ def test_a_single_character_missing_from_a_character_vocabulary_is_a_value_the_d
            "KeyError: '9'\n")
     result = diagnose([write(tmp_path / "b.log", log)])
     assert result.category == "data_pipeline"
+
+
+def test_a_frameworks_count_after_its_filter_pass_names_the_filter_as_what_emptied_the_data(tmp_path):
+    log = ("Filtering prompts longer than 1024 tokens (num_proc=8): 100%|##########| 900/900 [00:02<00:00]\n"
+           "(TaskRunner pid=4410) filter dataset len: 0\n"
+           "Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.11/site-packages/torch/utils/data/sampler.py", line 143, in __init__\n'
+           "    raise ValueError(\n"
+           "ValueError: num_samples should be a positive integer value, but got num_samples=0\n")
+    result = diagnose([write(tmp_path / "driver.log", log)])
+    assert (result.category, result.fixes[0]["kind"]) == ("data_pipeline", "fix_config")

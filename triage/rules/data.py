@@ -507,6 +507,8 @@ RULES = [
         # the same said the other way round: "N samples longer than max_length=512 ...; they were dropped"
         r"(?:longer than|exceed\w*) [^\n]{0,20}(?:max_length|max_seq\w*|cutoff_len|model_max_length|max_len)"
         r"[^\n]{0,80}\b(?:dropped|discarded|removed|skipped|filtered|deleted)\b|"
+        # a framework's count after its filter pass: "filter dataset len: 0", "filtered dataset size = 0"
+        r"\b[Ff]ilter\w* (?:dataset |data )?(?:len|length|size)\s*[:=]\s*0\b|"
         # a trainer's own pass that drops rows the length limit cut to nothing (TRL: "Dropping fully truncated
         # examples")
         r"(?:[Dd]ropping|[Rr]emoving|[Ff]iltering(?: out)?) (?:fully |overly )?(?:truncated|too[ -]long|overlong) "

@@ -378,6 +378,18 @@ def _launcher_from_frames(collected) -> str:
     return "unknown"
 
 
+_ARGV_LIST = re.compile(r"\[\s*('[^'\n]{1,300}'(?:,\s*'[^'\n]{0,300}'){2,200})")
+
+
+def _argv_in_launcher_lines(collected) -> str | None:
+    """A rank's argv as its launcher printed it (a Python list of quoted strings), as one command line."""
+    for item in collected.launcher.exits[:64]:
+        found = _ARGV_LIST.search(item.text or "")
+        if found:
+            return " ".join(re.findall(r"'([^'\n]*)'", found.group(1)))
+    return None
+
+
 _BATCH_ONE = re.compile(r"--(?:per_device_train_batch_size|micro_batch_size|train_micro_batch_size_per_gpu|batch_size)[= ]+1\b")
 _CHECKPOINTING_ON = re.compile(r"--gradient_checkpointing(?:[= ]+(?:true|True|1))?(?:\s|$)")
 _SEQ_LEN = re.compile(r"--(?:cutoff_len|model_max_length|max_seq_length|max_length|seq_length|max_len)[= ]+(\d+)")
@@ -429,14 +441,17 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
             # overlong input (an unsegmented recording, a document never truncated) is what filled the memory
             kinds = ["reduce_seq_len", "fix_data_file", *[kind for kind in kinds
                                                           if kind not in ("reduce_seq_len", "fix_data_file")]]
-    if "reduce_batch_size" in kinds and command and _BATCH_ONE.search(command):
+    # (no command given: the launcher's own record of a rank's argv, "[ERROR] ... ['python', '-u', 'train.py', ...]
+    # exits with return code", says as much about its flags)
+    launch = command or _argv_in_launcher_lines(collected)
+    if "reduce_batch_size" in kinds and launch and _BATCH_ONE.search(launch):
         kinds.remove("reduce_batch_size")
         for kind in ("reduce_seq_len", "enable_gradient_checkpointing", "shard_more"):
             if kind not in kinds:
                 kinds.append(kind)
-        if _CHECKPOINTING_ON.search(command) and "enable_gradient_checkpointing" in kinds:
+        if _CHECKPOINTING_ON.search(launch) and "enable_gradient_checkpointing" in kinds:
             kinds.remove("enable_gradient_checkpointing")
-        long_seq = _SEQ_LEN.search(command)
+        long_seq = _SEQ_LEN.search(launch)
         if long_seq and int(long_seq.group(1)) >= 8192 and "reduce_seq_len" in kinds:
             kinds.remove("reduce_seq_len")
             kinds.insert(0, "reduce_seq_len")

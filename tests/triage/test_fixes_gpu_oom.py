@@ -202,3 +202,20 @@ def test_ranks_sharing_the_gpu_that_ran_out_put_device_placement_first(tmp_path)
     single.write_text(log.read_text().replace("Process 5102 has 23.80 GiB memory in use. Process 5103 has 12.00 GiB "
                                               "memory in use. ", ""))
     assert diagnose([single], command="torchrun --nproc-per-node 4 finetune.py").fixes[0]["kind"] != "fix_code"
+
+
+def test_a_batch_of_one_is_read_from_the_launchers_argv_line_when_no_command_is_given(tmp_path):
+    from triage import diagnose
+
+    argv = ", ".join(f"'{part}'" for part in [
+        "/usr/bin/python", "-u", "train.py", "--local_rank=1", "--deepspeed", "z3.json", "--model_name_or_path",
+        "/models/big-13b", "--dataset", "support_chat", "--cutoff_len", "2048", "--learning_rate", "5e-05",
+        "--num_train_epochs", "3.0", "--lora_rank", "8", "--output_dir", "out/lora", "--logging_steps", "10",
+        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "8"])
+    log = tmp_path / "ds.log"
+    log.write_text(
+        "Traceback (most recent call last):\n  File \"/srv/ft/train.py\", line 30, in <module>\n    trainer.train()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.20 GiB (GPU 1; 23.69 GiB total capacity)\n"
+        f"[2026-01-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] [{argv}] exits with return code = 1\n")
+    kinds = [fix["kind"] for fix in diagnose([log]).fixes]
+    assert kinds[0] != "reduce_batch_size" and kinds[-1] == "reduce_batch_size"  # already one: ruled out

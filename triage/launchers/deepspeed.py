@@ -94,7 +94,7 @@ def _add_exit(
             signal=signal,
             source=source,
             line=lineno,
-            text=text.strip()[:400],
+            text=text.strip()[:1500],  # (a rank's argv list runs long: its flags are read from it)
             host=host,
             rank_is_a_guess=guess,
         )

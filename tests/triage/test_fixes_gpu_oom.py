@@ -218,4 +218,4 @@ def test_a_batch_of_one_is_read_from_the_launchers_argv_line_when_no_command_is_
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.20 GiB (GPU 1; 23.69 GiB total capacity)\n"
         f"[2026-01-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] [{argv}] exits with return code = 1\n")
     kinds = [fix["kind"] for fix in diagnose([log]).fixes]
-    assert kinds[0] != "reduce_batch_size" and kinds[-1] == "reduce_batch_size"  # already one: ruled out
+    assert "reduce_batch_size" not in kinds[:3]  # already one: ruled out, last of the memory fixes

@@ -70,6 +70,7 @@ _LAUNCHER_LINE = re.compile(
     r"Killing subprocess|closing signal|exitcode|return code|srun: |slurmstepd|"
     r"ChildFailedError|Sending process|Main process received"
 )
+_HTTP_CLIENT = re.compile(r"[/\\](?:requests|urllib3|httpx|httpcore|aiohttp|huggingface_hub)[/\\]|[/\\]http[/\\]client\.py$")
 _SPAWNED = re.compile(r"^\s*-- Process (\d{1,6}) terminated with the following error")
 
 
@@ -93,6 +94,7 @@ class Collector:
         # (by source name, by host): where a node's local ranks start, from its agent's failure table
         self.node_offsets = node_offsets
         self._offset = 0  # the current source's
+        self._non_strict_at: dict[str, int] = {}  # source -> line of a loader's "did not match exactly" warning
         self.rules = rules.registry()
         self.pending_message = None
         self._in_error_file = False
@@ -394,6 +396,12 @@ class Collector:
                 for tb in self.out.tracebacks:
                     if tb.rank is None and tb.source == source:
                         tb.rank = rank
+        # "Connection reset by peer" raised inside an HTTP client (a hub download, a reward server's request) is a
+        # remote service dropping the connection, not another rank's failure: that exception may be the root
+        http = {(tb.source, tb.exc_line) for tb in self.out.tracebacks
+                if any(_HTTP_CLIENT.search(str(frame.get("file", ""))) for frame in tb.frames[-8:])}
+        if http:
+            self.out.cascades = [hit for hit in self.out.cascades if (hit.source, hit.line) not in http]
         return self.out
 
     def _continue_message(self, source, rank, body) -> bool:
@@ -486,8 +494,14 @@ class Collector:
             )
         is_warning = bool(line_hits) and "NCCL WARN" not in body and not _K8S_EVENT.match(body) and bool(
             _WARNING.search(body) or _WARNING.search(decorations.without_collector_lead(body)))
+        if any(hit.rule.id == "model_load.non_strict_load" for hit in line_hits):
+            self._non_strict_at[source] = lineno
         for hit in line_hits:
             hit.demoted = is_warning or (cascade and hit.rule.weight < 0.85)
+            if hit.rule.id == "model_load.state_dict" and 0 < lineno - self._non_strict_at.get(source, -10**9) <= 40:
+                # the listing under a loader's non-strict warning ("The model and loaded state dict do not match
+                # exactly"): the load went on without those weights (a new head), a warning, not the failure
+                hit.demoted = True
         if cascade:
             out.cascades.append(
                 Hit(

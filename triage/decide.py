@@ -218,18 +218,34 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
     if account is not None and matched is not None and matched is not account and matched.exception:
         message = f"{message} (while handling {matched.exception}: {matched.message})"
     elif root_tb is not None and matched is not None and matched is not root_tb and matched.exception:
-        # keep the chain readable: the origin first, then what the matching exception said about it
-        message = f"{message} (then {matched.exception}: {matched.message})"
+        # keep the chain readable: the origin first, then what the chain's last exception said about it (the one
+        # the user saw last: "The vLLM server can't be reached", not the HTTP pool's retries in between)
+        last = _last_in_chain(collected, matched)
+        message = f"{message} (then {last.exception}: {last.message})"
     elif root_tb is not None:
         reraise = next((tb for tb in collected.tracebacks if tb.previous is root_tb and tb.chained_to_previous
                         and tb.exception and tb.exception not in _WRAPPERS and tb.message
                         and tb.message not in (message or "")), None)
         if reraise is not None:
             # what the code around it said while handling it: the DataLoader's "Caught X in DataLoader worker
-            # process N", a library's advice ("Unable to create tensor, ... activate truncation and/or padding")
+            # process N", a library's advice ("Unable to create tensor, ... activate truncation and/or padding"),
+            # the last of a chain (a trainer's "The vLLM server can't be reached" over the HTTP pool's retries)
+            last = _last_in_chain(collected, reraise)
+            reraise = last if last.message and last.message not in (message or "") else reraise
             said = reraise.message if len(reraise.message) <= 300 else reraise.message[:297] + "..."
             message = f"{message} (then {reraise.exception}: {said})"
     return Verdict(winner, failing_rank, root_tb, exception, message, reason, pool[1:6])
+
+
+def _last_in_chain(collected: Collected, tb: Traceback) -> Traceback:
+    """The outermost exception raised from (or while handling) this one, wrappers aside."""
+    for _ in range(20):
+        following = next((other for other in collected.tracebacks if other.previous is tb and other.chained_to_previous
+                          and other.exception and other.exception not in _WRAPPERS), None)
+        if following is None:
+            return tb
+        tb = following
+    return tb
 
 
 # C++ exception classes that torch also raises in Python under the same name (not c10::Error or

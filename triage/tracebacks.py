@@ -23,7 +23,11 @@ _EXC = re.compile(
     r"^\s{0,6}((?:[A-Za-z_][\w]{0,80}\.){0,8}"
     # (a private class keeps its leading underscore: numpy's _ArrayMemoryError, _UFuncOutputCastingError)
     r"(?:_{0,2}[A-Z][\w]{0,80}(?:Error|Exception|Exit|Interrupt|Iteration|Failure|Fault|Timeout|Warning)|"
-    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z][A-Za-z]{1,60}(?=:)|"
+    # (a class named without a suffix is CamelCase, EnforceNotMet, RemoteDisconnected: never one English word,
+    # "Environment: I built it against ...")
+    r"Exception|KeyError|StopIteration|KeyboardInterrupt|SystemExit|BdbQuit|[A-Z][a-z]+[A-Z][A-Za-z]{1,60}(?=:)|"
+    # a module's own class named just Error (csv's `_csv.Error`)
+    r"(?<=\.)Error(?=:)|"
     # standard modules whose exception class is a lowercase `error`
     r"(?:(?<=re\.)|(?<=socket\.)|(?<=zlib\.)|(?<=struct\.))error(?=:)))"
     r"(?::\s?(.{0,2000}))?$"

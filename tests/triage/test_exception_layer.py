@@ -781,3 +781,51 @@ def test_a_ray_actor_tag_alone_on_a_line_ends_a_wrapped_message(tmp_path):
     assert result.root_cause.exception == "DistNetworkError"
     assert "pid=4410" not in result.root_cause.message
     assert "The above exception" not in result.root_cause.message
+
+
+def test_a_connection_reset_inside_a_hub_download_is_the_model_files_not_a_lost_peer(tmp_path):
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/urllib3/connectionpool.py", line 790, in urlopen\n'
+        "    response = self._make_request(conn, method, url)\n"
+        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/chat/train.py", line 40, in <module>\n'
+        "    model = AutoModelForCausalLM.from_pretrained(args.model)\n"
+        '  File "/usr/lib/python3.11/site-packages/huggingface_hub/file_download.py", line 1532, in get_hf_file_metadata\n'
+        "    r = _request_wrapper(method='HEAD', url=url)\n"
+        '  File "/usr/lib/python3.11/site-packages/requests/adapters.py", line 501, in send\n'
+        "    raise ConnectionError(err, request=request)\n"
+        "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by "
+        "peer'))\n"
+    )
+    result = diagnose_text(tmp_path, log)
+    assert result.category == "model_load"
+    assert result.root_cause.exception == "ConnectionResetError"
+    assert "(then ConnectionError:" in result.root_cause.message
+
+
+def test_one_english_word_before_a_colon_after_a_flattened_stack_is_no_exception(tmp_path):
+    log = ("Fatal Python error: Segmentation fault  Thread 0x00007f2d (most recent call first): File "
+           "\"/srv/det/engine.py\", line 80 in train_step  File \"/srv/det/tools/train_net.py\", line 20 in main\n"
+           "\n"
+           "Environment: I built the extension in January against an older torch\n")
+    result = diagnose_text(tmp_path, log)
+    assert result.root_cause is None or result.root_cause.exception != "Environment"
+
+
+def test_the_listing_under_a_loaders_non_strict_warning_does_not_outrank_the_real_failure(tmp_path):
+    log = ("2026-02-02 10:00:00,000 - seg - WARNING - The model and loaded state dict do not match exactly\n"
+           "\n"
+           "size mismatch for decode_head.cls.weight: copying a param with shape torch.Size([150, 512]) from "
+           "checkpoint, the shape in current model is torch.Size([4, 512]).\n"
+           "2026-02-02 10:05:00,000 - seg - INFO - Iter [50/8000] loss: 1.20\n"
+           "Traceback (most recent call last):\n"
+           '  File "/srv/seg/train.py", line 90, in <module>\n'
+           "    loss.backward()\n"
+           "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    result = diagnose_text(tmp_path, log)
+    assert result.category == "cuda_error"

@@ -663,6 +663,11 @@ def _explain(
         # checkpoint written by another tool or release, or the path of another kind of checkpoint
         return ("model_load", ["fix_path", "fix_config"], 0.35,
                 f"a {exception} raised while a library loaded a checkpoint")
+    if exception in _NETWORK_ERRORS and any(_HUB_DOWNLOAD.search(str(frame.get("file", ""))) for frame in frames):
+        # the connection to the model hub dropped or timed out during a download: the model's files, not the
+        # ranks' network (a local copy with HF_HUB_OFFLINE=1, a mirror, or a retry)
+        return ("model_load", ["fix_path", "fix_config"], 0.45,
+                f"a {exception} while downloading the model's files from the hub")
     module = _by_module(full_name, frames)
     if module is not None:
         category, fixes, where = module
@@ -842,6 +847,12 @@ def _loads_checkpoint(message: str, frames: list[dict]) -> bool:
         return True
     return any(_CHECKPOINT_FRAMES.search(frame.get("file", "") + " " + frame.get("function", ""))
                for frame in frames[-4:])
+
+
+_NETWORK_ERRORS = frozenset({"ConnectionError", "ConnectionResetError", "ProtocolError", "ReadTimeout",
+                             "ConnectTimeout", "ReadTimeoutError", "ConnectTimeoutError", "MaxRetryError", "SSLError",
+                             "RemoteDisconnected", "ChunkedEncodingError", "IncompleteRead", "TimeoutError"})
+_HUB_DOWNLOAD = re.compile(r"[/\\]huggingface_hub[/\\]|[/\\]modelscope[/\\]hub[/\\]")
 
 
 def _by_keywords(message: str):

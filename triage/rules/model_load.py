@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from triage.rules import ROOT, rule
+from triage.rules import HINT, ROOT, rule
 
 _MISSING_KEYS = re.compile(r"Missing key\(s\) in state_dict: ((?:\"[^\"]+\"(?:, )?)+)")
 
@@ -125,6 +125,18 @@ def _wrong_kind_of_model(text: str, frames: list[dict]):
 
 
 RULES = [
+    rule(
+        "model_load.non_strict_load",
+        "model_load",
+        HINT,
+        ["do not match exactly", "does not match exactly", "keys in source state_dict"],
+        # a loader that went on without some weights (mmcv/mmengine's load_checkpoint, strict=False) and lists
+        # them: the listing under it is a warning (triage.collect demotes it), a new head is expected to differ
+        r"state dict do(?:es)? not match exactly|(?:unexpected|missing) keys? in source state_dict",
+        ["fix_path"],
+        0.05,
+        "the checkpoint was loaded without some of its weights (a non-strict load)",
+    ),
     rule(
         "model_load.config_without_type",
         "model_load",

@@ -286,7 +286,7 @@ def _demote_wrappers(out: list[Candidate]) -> None:
             by_tb.setdefault(id(candidate.traceback), []).append(candidate)
     for candidate in out:
         tb = candidate.traceback
-        if tb is None:
+        if tb is None or candidate.rule_id in _EXPLAINS_ITS_CAUSE:
             continue
         link, hops = tb, 0
         while link.previous is not None and link.chained_to_previous and hops < 20:
@@ -295,6 +295,11 @@ def _demote_wrappers(out: list[Candidate]) -> None:
             if any(cause.weight >= STRONG_CAUSE and cause.category != candidate.category for cause in causes):
                 candidate.weight *= WRAPPER_FACTOR
                 break
+
+
+# rules whose line is a library's own explanation of the exception it was raised from ("The `bbox` coordinate
+# values should be within 0-1000 range" over "index out of range in self"): more telling than the cause
+_EXPLAINS_ITS_CAUSE = frozenset({"data.values_out_of_range"})
 
 
 _HANDLED_PROBES = {

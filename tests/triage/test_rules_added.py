@@ -175,3 +175,22 @@ def test_numpys_private_memory_error_is_named_and_an_array_over_the_whole_data_i
     result = diagnose([log], command="torchrun --nproc-per-node 2 train.py")
     assert (result.category, result.root_cause.exception) == ("host_oom", "_ArrayMemoryError")
     assert result.fixes[0]["kind"] == "fix_config"
+
+
+def test_a_librarys_explanation_raised_from_an_index_error_outranks_the_generic_cause(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/torch/nn/functional.py", line 2615, in embedding\n'
+        "    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)\n"
+        "IndexError: index out of range in self\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/transformers/models/layoutlm/modeling_layoutlm.py", line 100, in '
+        "forward\n"
+        '    raise IndexError("The `bbox` coordinate values should be within 0-1000 range.") from e\n'
+        "IndexError: The `bbox` coordinate values should be within 0-1000 range.\n")
+    result = diagnose([log])
+    assert (result.category, result.fixes[0]["kind"]) == ("data_schema", "convert_data_format")

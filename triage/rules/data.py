@@ -382,6 +382,19 @@ RULES = [
         "features and targets as float32",
     ),
     rule(
+        "data.values_out_of_range",
+        "data_schema",
+        ROOT,
+        ["should be within", "must be within", "must be in the range", "should be in the range"],
+        # a library's own explanation of an index error (LayoutLM: "The `bbox` coordinate values should be within
+        # 0-1000 range"): the data's values are in another unit or scale (pixels, not normalised coordinates)
+        r"values? (?:should|must) be (?:within|in) (?:the )?(?:range )?\[?\d+ ?(?:-|to|,) ?\d+\]?",
+        ["convert_data_format", "fix_data_file", "fix_code"],
+        0.85,
+        "the data's values lie outside the range the model takes (coordinates in pixels where the model takes "
+        "0-1000, ids past a table): convert them to the model's scale where the data is prepared",
+    ),
+    rule(
         "data.float_class_targets",
         "data_schema",
         ROOT,

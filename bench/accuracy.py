@@ -81,6 +81,11 @@ OWN_SETS = {
     "blind40": ROOT / "tests" / "triage" / "fixtures" / "blind40",
     "cpu_blind31": ROOT / "tests" / "fixtures" / "cpu_blind31",
     "cpu_blind32": ROOT / "tests" / "fixtures" / "cpu_blind32",
+    "blind39": ROOT / "tests" / "triage" / "fixtures" / "blind39",
+    "blind41": ROOT / "tests" / "triage" / "fixtures" / "blind41",
+    "blind45": ROOT / "tests" / "triage" / "fixtures" / "blind45",
+    "cpu_blind34": ROOT / "tests" / "fixtures" / "cpu_blind34",
+    "cpu_blind37": ROOT / "tests" / "fixtures" / "cpu_blind37",
 }
 
 

@@ -45,12 +45,13 @@ def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = 
         try:
             with open(full, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
-                head = handle.read(TAIL_BYTES) if size > TAIL_BYTES else b""
                 handle.seek(max(0, size - TAIL_BYTES))
                 tail = handle.read(TAIL_BYTES)
+                if b"local_rank:" not in tail:
+                    continue
+                handle.seek(0)  # (the run folder is named at the agent's start, before the tail)
+                head = handle.read(TAIL_BYTES) if size > TAIL_BYTES else b""
         except OSError:
-            continue
-        if b"local_rank:" not in tail:
             continue
         folders = {match.group(1).decode("ascii", "replace") for match in _RUN_FOLDER.finditer(head + tail)}
         hosts = [(match.start(), match.group(1).decode("ascii", "replace")) for match in _HOST.finditer(tail)]

@@ -208,29 +208,30 @@ def _reread_past_positions(winner, verdict: Verdict, command: str | None, config
     """An input past the model's positions, read again against the job's length setting."""
     if winner is None or winner.rule_id != "code.shapes" or winner.category != "data_pipeline":
         return winner
-    sizes = [int(size) for size in re.findall(r"\((\d{1,7})\)", verdict.message or "")[:2]]
-    if len(sizes) == 2:
-        winner = replace(winner, facts={**winner.facts, "max_positions": min(sizes)})
-    context = fix_builders.FixContext(category=winner.category, command=command, configs=configs or {})
-    cmd = parse_command(command or "")
-    for setting in SEQ_KEYS:
-        value, _ = lookup(context, cmd, (setting,))
-        if value is not None:
-            return _read_as(winner, config_rules.length_past_positions(verdict.message, setting, value))
-    return winner
+    limit = config_rules.position_limit(verdict.message)
+    if limit is not None:
+        winner = replace(winner, facts={**winner.facts, "max_positions": limit})
+    setting, value = _job_setting(command, configs, SEQ_KEYS)
+    return _read_as(winner, config_rules.length_past_positions(limit, setting, value) if setting else None)
 
 
 def _reread_label_count(winner, verdict: Verdict, command: str | None, configs):
     """A class label past the head, read again against the job's class count."""
     if winner is None or verdict.exception != "IndexError" or "out of bounds" not in (verdict.message or ""):
         return winner
-    context = fix_builders.FixContext(category=winner.category, command=command, configs=configs or {})
+    setting, value = _job_setting(command, configs, config_rules.LABEL_COUNT_KEYS)
+    return _read_as(winner, config_rules.labels_past_head(verdict.message, setting, value) if setting else None)
+
+
+def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(name, value) of the first of these settings the command or a training config sets, as the fixes read it."""
+    context = fix_builders.FixContext(category="", command=command, configs=configs or {})
     cmd = parse_command(command or "")
-    for setting in config_rules.LABEL_COUNT_KEYS:
+    for setting in keys:
         value, _ = lookup(context, cmd, (setting,))
         if value is not None:
-            return _read_as(winner, config_rules.labels_past_head(verdict.message, setting, value))
-    return winner
+            return setting, value
+    return None, None
 
 
 def _one_node(cmd, command: str) -> bool:
@@ -412,35 +413,37 @@ def _shows_workers(collected, command: str | None) -> bool:
     )
 
 
+def _to_front(kinds: list[str], *front: str) -> list[str]:
+    """These kinds first, in this order, then the others as they were."""
+    return [*front, *[kind for kind in kinds if kind not in front]]
+
+
 def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> list[str]:
     """Order fix kinds by what the log and the command show: a fix they do not support moves back."""
     kinds = list(kinds)
     if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
-        kinds.remove("reduce_dataloader_workers")
-        kinds.insert(0, "reduce_dataloader_workers")
+        kinds = _to_front(kinds, "reduce_dataloader_workers")
     if winner.category == "gpu_oom" and (winner.facts.get("other_processes") or 0) >= 2:
         # the GPU that ran out holds several other processes of gigabytes: the ranks share one GPU (a fixed
         # device_map, no set_device), which no smaller batch fixes
-        kinds = ["fix_code", *[kind for kind in kinds if kind != "fix_code"]]
+        kinds = _to_front(kinds, "fix_code")
     tb = winner.traceback
     if winner.category == "host_oom" and tb is not None and tb.frames \
             and not exception_rules.library_file(str(tb.frames[-1].get("file", ""))) \
             and (winner.facts.get("bytes") or tb.exception == "MemoryError"):
         # one allocation refused at the script's own line in the main process (a dense table, a cache of every
         # window, a buffer sized by the batch): that line first, then the batch; not the DataLoader workers
-        kinds = ["reduce_batch_size", "fix_code"] + [kind for kind in kinds if kind not in ("reduce_batch_size", "fix_code")]
+        kinds = _to_front(kinds, "reduce_batch_size", "fix_code")
         rows = _WHOLE_DATA_ARRAY.search(f"{winner.text or ''} {tb.message or ''}")
         if rows and int(rows.group(1)) >= 10_000:
             # numpy refusing an array over the whole data ("for an array with shape (356977, 432, 4)": a cache of
             # every window, a feature table): no batch size is in it; the memory the job allows it, then building
             # it in chunks (or memory-mapped), then the data that grew
-            kinds = ["fix_config", "fix_code", "fix_data_file"] + [
-                kind for kind in kinds if kind not in ("fix_config", "fix_code", "fix_data_file")]
+            kinds = _to_front(kinds, "fix_config", "fix_code", "fix_data_file")
         if _ATTENTION_SCORES.search(str(tb.frames[-1].get("code", ""))):
             # the line computes attention scores (queries times keys): square in the sequence length, so an
             # overlong input (an unsegmented recording, a document never truncated) is what filled the memory
-            kinds = ["reduce_seq_len", "fix_data_file", *[kind for kind in kinds
-                                                          if kind not in ("reduce_seq_len", "fix_data_file")]]
+            kinds = _to_front(kinds, "reduce_seq_len", "fix_data_file")
     # (no command given: the launcher's own record of a rank's argv, "[ERROR] ... ['python', '-u', 'train.py', ...]
     # exits with return code", says as much about its flags)
     launch = command or _argv_in_launcher_lines(collected)
@@ -453,39 +456,33 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
             kinds.remove("enable_gradient_checkpointing")
         long_seq = _SEQ_LEN.search(launch)
         if long_seq and int(long_seq.group(1)) >= 8192 and "reduce_seq_len" in kinds:
-            kinds.remove("reduce_seq_len")
-            kinds.insert(0, "reduce_seq_len")
+            kinds = _to_front(kinds, "reduce_seq_len")
         kinds.append("reduce_batch_size")  # ruled out by the log: last
     if winner.category == "nccl_timeout" and (winner.facts.get("out_of_step") is not None
                                               or winner.facts.get("diverged")):
         # one rank waits elsewhere than all the others: the ranks took different paths (uneven data, a
         # rank-conditional collective), which no longer timeout fixes
-        for kind in ("fix_data_file", "fix_code"):
-            if kind in kinds:
-                kinds.remove(kind)
-            kinds.insert(0, kind)
+        kinds = _to_front(kinds, "fix_code", "fix_data_file")
         if command and _RECIPE_RUN.search(command):
             # a framework run from its recipe: the team wrote no loop to skip a step, the recipe's data
             # settings (packing, length grouping, drop_last) gave the ranks different numbers of batches
-            kinds = ["fix_config", *[kind for kind in kinds if kind != "fix_config"]]
+            kinds = _to_front(kinds, "fix_config")
     if winner.category == "data_pipeline" and any(hit.rule.id == "data.filtered_to_nothing" for hit in collected.hits):
         # the log shows a filter that kept no rows: its limits are the setting to change
-        kinds = ["fix_config"] + [kind for kind in kinds if kind != "fix_config"]
+        kinds = _to_front(kinds, "fix_config")
     if winner.rule_id in ("dataloader.bus_error", "dataloader.bus_error_shell") and command \
             and _MEMORY_MAPPED.search(command):
         # a bus error where the job memory-maps its data files: a page past the end of a file that was cut or
         # rewritten while mapped raises SIGBUS just as a full /dev/shm does; the mapped files come first
-        kinds = ["fix_data_file", *[kind for kind in kinds if kind != "fix_data_file"]]
+        kinds = _to_front(kinds, "fix_data_file")
     if winner.category in ("host_oom", "gpu_oom") and _untruncated_row(collected):
         # the tokenizer warned that a row ran many times past the model's limit: that one row's activations
         # (attention over tens of thousands of tokens) filled the memory; truncate it, then look at the row
-        kinds = ["reduce_seq_len", "fix_data_file", *[kind for kind in kinds if kind not in ("reduce_seq_len",
-                                                                                            "fix_data_file")]]
+        kinds = _to_front(kinds, "reduce_seq_len", "fix_data_file")
     unknown_flag = str(winner.facts.get("flag") or "").lstrip("-").replace("-", "_")
     if "rename_flag" in kinds and unknown_flag in RENAMES:
         # a parser refusing a flag that a library release renamed: renaming it is the fix, a pin the fallback
-        kinds.remove("rename_flag")
-        kinds.insert(0, "rename_flag")
+        kinds = _to_front(kinds, "rename_flag")
     keyword = winner.facts.get("keyword")
     if "rename_flag" in kinds and "pin_versions" in kinds and keyword:
         on_command_line = bool(command) and re.search(rf"--{re.escape(str(keyword))}\b", command)
@@ -524,8 +521,7 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         # allocation of gigabytes (the others only lost it), so its own input was the outlier (a record or
         # sequence many times the usual length, a row of a packed shard); that row, and the length limit, first
         # (where the script's own line made the allocation, its buffer and the batch come first: _by_evidence)
-        kinds = ["fix_data_file", "reduce_seq_len", *[kind for kind in kinds if kind not in ("fix_data_file",
-                                                                                             "reduce_seq_len")]]
+        kinds = _to_front(kinds, "fix_data_file", "reduce_seq_len")
     if winner.category == "numerical" and _one_rank_went_non_finite(collected, verdict, world_size):
         # the ranks of a data-parallel job hold the same weights: a loss that is not finite on one rank only
         # may have come from that rank's batch (a value the transform cannot take, an empty sequence pooled to
@@ -534,7 +530,7 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         if _FIRST_STEP.search(verdict.message or ""):
             # at the first step no update has touched the weights yet: no learning rate or optimizer made the
             # value, so the rank's batch (labels all masked, a value the model cannot take) comes first
-            kinds = ["fix_data_file", *[kind for kind in kinds if kind != "fix_data_file"]]
+            kinds = _to_front(kinds, "fix_data_file")
     for kind in DEFAULT_FIXES.get(winner.category, []):
         if kind not in kinds:
             kinds.append(kind)

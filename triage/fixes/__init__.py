@@ -115,6 +115,8 @@ def _normalised(ctx: FixContext) -> FixContext:
 
 def _build(kind: str, ctx: FixContext) -> dict:
     builder = BUILDERS.get(kind, other_fixes.generic)
+    if kind in dist_fixes.UNEVEN_RANK_KINDS and dist_fixes.out_of_step(ctx):
+        builder = dist_fixes.uneven_ranks  # one rank out of step: these fixes say how the ranks' paths differ
     try:
         fix = builder(ctx, kind)
     except Exception as exc:  # a builder bug must never cost the diagnosis its fixes

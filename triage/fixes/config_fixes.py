@@ -18,7 +18,6 @@ from .common import (
     job_world_size,
     lookup,
 )
-from .dist_fixes import out_of_step, uneven_ranks
 from .host_fixes import host_memory
 from .memory_fixes import SEQ_KEYS
 
@@ -27,8 +26,6 @@ _DS_BATCH = re.compile(r"(\d+)\s*!=\s*(\d+)\s*\*\s*(\d+)\s*\*\s*(\d+)")
 
 def fix_config(ctx, kind: str) -> dict:
     text = evidence_text(ctx)
-    if out_of_step(ctx):
-        return uneven_ranks(ctx, kind)
     if _DS_BATCH.search(text) or re.search(r"train_batch_size", text):
         return deepspeed_batch(ctx, kind)
     if ctx.category == "host_oom":

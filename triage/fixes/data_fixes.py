@@ -5,7 +5,6 @@ import re
 
 from .common import Edits, evidence_text
 from .convert_data import FORMATS, convert_record, detect_format
-from .dist_fixes import out_of_step, uneven_ranks
 
 DATA_KEYS = ("data_path", "train_file", "train_data", "train_path", "dataset_path", "data_file",
              "train_dataset", "dataset", "data")
@@ -80,8 +79,6 @@ def convert_data_format(ctx, kind: str) -> dict:
 
 
 def fix_data_file(ctx, kind: str) -> dict:
-    if out_of_step(ctx):
-        return uneven_ranks(ctx, kind)
     edits = Edits(ctx)
     text = evidence_text(ctx)
     if ctx.category == "numerical" and ctx.rule_id == "numerical.ctc_infinite":

@@ -175,6 +175,9 @@ def fix_rendezvous(ctx, kind: str) -> dict:
     )
 
 
+UNEVEN_RANK_KINDS = ("fix_config", "fix_code", "fix_data_file")  # the fixes uneven_ranks() writes
+
+
 def out_of_step(ctx) -> bool:
     """The timeout is one rank waiting elsewhere than the others (another collective, another line)."""
     facts = ctx.facts or {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 from .common import Edits, as_int, deepspeed_config, evidence_text, is_hf_style, lookup
-from .dist_fixes import out_of_step, uneven_ranks
 
 
 def free_disk(ctx, kind: str) -> dict:
@@ -108,8 +107,6 @@ def replace_hardware(ctx, kind: str) -> dict:
 
 
 def fix_code(ctx, kind: str) -> dict:
-    if out_of_step(ctx):
-        return uneven_ranks(ctx, kind)
     if ctx.category == "gpu_oom" and ((ctx.facts or {}).get("other_processes") or 0) >= 2:
         return ranks_share_a_gpu(ctx, kind)
     edits = Edits(ctx)

@@ -95,7 +95,7 @@ class LauncherFacts:
             if item.rank is None and item.pid is not None and (item.source, item.pid) in by_pid:
                 item.rank = by_pid[(item.source, item.pid)]
             if item.rank is None and item.local_rank is not None:
-                first = node_first.get(item.host or f"file:{item.source}")
+                first = node_first.get(deepspeed.node_key(item.host, item.source))
                 if item.host in offsets:
                     item.rank = offsets[item.host] + item.local_rank
                 elif first is not None:

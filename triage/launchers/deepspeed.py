@@ -35,6 +35,11 @@ _DIED = re.compile(r"died with <Signals\.(SIG\w+): (\d+)>")
 _NODE_LAYOUT = re.compile(r"\bnum_local_procs=(\d{1,4}), node_rank=(\d{1,5})\b")
 
 
+def node_key(host: str | None, source: str) -> str:
+    """Which node a launcher line belongs to: its pdsh host prefix, else its file (one file per node)."""
+    return host or f"file:{source}"
+
+
 def feed(facts, source: str, lineno: int, text: str, rank):
     lowered_hint = "deepspeed" in text.lower()
     if lowered_hint and (
@@ -57,7 +62,7 @@ def feed(facts, source: str, lineno: int, text: str, rank):
             pass
     match = _NODE_LAYOUT.search(text)
     if match:
-        where = facts.state.get("current_host") or f"file:{source}"
+        where = node_key(facts.state.get("current_host"), source)
         facts.state.setdefault("node_first_rank", {})[where] = int(match.group(1)) * int(match.group(2))
     match = _WORLD_SIZE.search(text)
     if match and not facts.world_size:

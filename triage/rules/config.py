@@ -539,19 +539,25 @@ def rank_beyond_prepared_parts(exception: str | None, message: str | None, rank:
 _SIZES = re.compile(r"\((\d{1,7})\)")
 
 
-def length_past_positions(message: str | None, setting: str | None, value) -> tuple | None:
+def position_limit(message: str | None) -> int | None:
+    """The model's positions in a size mismatch where an input outran them: the smaller of the two sizes
+    ("expanded size of the tensor (602) must match the existing size (512)" -> 512)."""
+    sizes = [int(size) for size in _SIZES.findall(message or "")[:2]]
+    return min(sizes) if len(sizes) == 2 else None
+
+
+def length_past_positions(limit: int | None, setting: str, value) -> tuple | None:
     """An input longer than the model's positions, where the job's own length setting is past them: the
     setting let the rows run that long (max_length 1024 on a model of 512 positions), not the data."""
-    sizes = [int(size) for size in _SIZES.findall(message or "")[:2]]
     try:
         configured = int(str(value))
     except (TypeError, ValueError):
         return None
-    if len(sizes) < 2 or configured <= min(sizes):
+    if limit is None or configured <= limit:
         return None
     return ("config_invalid", ("reduce_seq_len", "fix_config"),
-            f"the job's {setting} ({configured}) is past the model's {min(sizes)} positions: inputs that long cannot "
-            f"be embedded; set it to at most {min(sizes)}")
+            f"the job's {setting} ({configured}) is past the model's {limit} positions: inputs that long cannot "
+            f"be embedded; set it to at most {limit}")
 
 
 _TARGET_OUT = re.compile(r"Target (-?\d{1,9}) is out of bounds")

@@ -113,6 +113,7 @@ def _build(
     winner = _reread_empty_by_filter(winner, command)
     winner = _reread_past_positions(winner, verdict, command, configs)
     winner = _reread_label_count(winner, verdict, command, configs)
+    winner = _reread_resumed_checkpoint(winner, verdict, command)
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:
@@ -221,6 +222,31 @@ def _reread_label_count(winner, verdict: Verdict, command: str | None, configs):
         return winner
     setting, value = _job_setting(command, configs, config_rules.LABEL_COUNT_KEYS)
     return _read_as(winner, config_rules.labels_past_head(verdict.message, setting, value) if setting else None)
+
+
+# the run loads its own earlier state: a library's resume path, or the script's own resume code
+_RESUME_FRAME = re.compile(r"resum|restore_(?:run|state|train|checkpoint|ckpt)|_load_from_checkpoint|_load_optimizer_and_scheduler|_load_rng_state|"
+                           r"_load_zero_checkpoint|load_optimizer_state|_load_checkpoint\b", re.IGNORECASE)
+# a launch that resumes: --resume PATH, --resume_from_checkpoint PATH, RESUME=PATH (not a false/none value)
+_RESUME_SETTING = re.compile(r"(?:--|\b)resume(?:_from_checkpoint|_from|-from|_ckpt|_path)?(?:[=\s]+)"
+                             r"(?!(?:false|none|no|0|\"\"|'')(?:\s|$))\S", re.IGNORECASE)
+
+
+def _reread_resumed_checkpoint(winner, verdict: Verdict, command: str | None):
+    """A checkpoint that reads as cut short or damaged while the run resumes from its own earlier save: the
+    save did not finish (preempted, the disk filled, a copy still running), which is the storage's doing, not
+    a model that cannot be loaded. Loading pretrained weights keeps its model_load reading."""
+    if winner is None or winner.rule_id != "model_load.corrupt_checkpoint" or winner.category != "model_load":
+        return winner
+    frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
+    in_frames = any(_RESUME_FRAME.search(f"{frame.get('function', '')} {frame.get('code', '')}") for frame in frames)
+    if not in_frames and not _RESUME_SETTING.search(command or ""):
+        return winner
+    winner = replace(winner, facts={**winner.facts, "resumed_checkpoint": True})
+    return _read_as(winner, ("storage", ("fix_path", "free_disk"),
+                             "the checkpoint the run resumes from is cut short or damaged: its save did not finish "
+                             "(the job was stopped mid-save, the disk filled, or a copy was still running); resume "
+                             "from the previous complete checkpoint and make saves atomic"))
 
 
 def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[str | None, str | None]:

@@ -1,6 +1,7 @@
 """Storage, paths, numerics, CUDA debugging, hardware, user code, and the generic fallback."""
 from __future__ import annotations
 
+import posixpath
 import re
 
 from .common import Edits, as_int, deepspeed_config, evidence_text, is_hf_style, lookup
@@ -26,6 +27,8 @@ def free_disk(ctx, kind: str) -> dict:
 
 
 def fix_path(ctx, kind: str) -> dict:
+    if (ctx.facts or {}).get("resumed_checkpoint"):
+        return resume_earlier(ctx, kind)
     edits = Edits(ctx)
     text = evidence_text(ctx)
     path = re.search(r"(?:No such file or directory|Permission denied|does not exist|not found)\W*:?\s*['\"]([^'\"]+)['\"]",
@@ -41,6 +44,25 @@ def fix_path(ctx, kind: str) -> dict:
     return edits.fix(kind, f"Correct the path{' ' + path if path else ''} or its permissions",
                      "A file the job needs is missing, misnamed, or not readable/writable by the job's user.",
                      notes=notes, shell=shell)
+
+
+def resume_earlier(ctx, kind: str) -> dict:
+    """The checkpoint the run resumes from was cut short: resume from the one saved before it."""
+    edits = Edits(ctx)
+    cmd = edits.cmd
+    named = next((value for value in (cmd.value(key) for key in ("resume_from_checkpoint", "resume", "resume_from"))
+                  if value and value.lower() not in ("true", "auto")), None)
+    if named and "$" not in named:
+        where = posixpath.dirname(named.rstrip("/")) or "."
+    else:
+        where = cmd.value("output_dir", "save_dir", "ckpt_dir", "checkpoint_dir") or "CHECKPOINT_DIR"
+    notes = [f"the damaged checkpoint: {named}" if named else "the damaged checkpoint is the newest one saved",
+             "move it aside (do not delete it until the run is back) and resume from the checkpoint saved before it",
+             "make saves atomic: write to a temporary name in the same folder, then os.replace() it, so a stopped "
+             "job never leaves a half-written newest checkpoint"]
+    return edits.fix(kind, "Resume from the previous complete checkpoint",
+                     "The newest checkpoint is cut short or damaged: its save did not finish.",
+                     notes=notes, shell=[f"ls -lt {where}"])
 
 
 def fix_numerics(ctx, kind: str) -> dict:

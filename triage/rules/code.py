@@ -213,7 +213,7 @@ RULES = [
          "and m2 to have the same dtype", "can't be cast to the desired output type"],
         # (an in-place op writing a float result into an integer tensor: "result type Float can't be cast to the
         # desired output type Long", a BatchNorm counter blended like a weight)
-        r"Input type \(.{1,60}\) and weight type \(.{1,60}\) should be the same|expected scalar type \w+ but found \w+|"
+        r"Input type \(.{1,60}\) and (?:weight|bias) type \(.{1,60}\) should be the same|expected scalar type \w+ but found \w+|"
         r"must have the same dtype|expected (?:mat1 and mat2|m1 and m2) to have the same dtype|"
         r"result type \w+ can't be cast to the desired output type \w+",
         ["fix_code", "enable_mixed_precision"],

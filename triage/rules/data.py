@@ -398,11 +398,13 @@ RULES = [
         "data.float_class_targets",
         "data_schema",
         ROOT,
-        ["expected target dtype to be Long", "for argument #2 'target'"],
+        ["expected target dtype to be Long", "for argument #2 'target'", "not implemented for"],
         # a classification loss (cross-entropy, NLL) handed float class labels: the label column was stored as
         # 0.0/1.0 (a score export, a float cast in the converter) where the loss takes class indices
         r"expected target dtype to be Long(?: or Byte)?, but got (?:Float|Double|Half|BFloat16)|"
-        r"expected scalar type Long but got scalar type (?:Float|Double) for argument #2 'target'",
+        r"expected scalar type Long but got scalar type (?:Float|Double) for argument #2 'target'|"
+        # (on CUDA the same loss names its kernel: "nll_loss_forward_reduce_cuda_kernel_2d_index" not implemented)
+        r"\"nll_loss\w*\" not implemented for '(?:Float|Double|Half|BFloat16)'",
         ["convert_data_format", "fix_code"],
         0.65,
         "the classification loss got float labels where it takes class indices: store the label column as "

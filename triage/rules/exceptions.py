@@ -424,6 +424,7 @@ def _explain(
     library_refused_name = exception == "AttributeError" and bool(frames) and bool(_LIBRARY_GETATTR.match(
         message.strip())) and library_file(str(frames[-1].get("file", ""))) \
         and str(frames[-1].get("function", "")).endswith("__getattr__")
+    untrimmed = frames
     while frames and frames[-1].get("function", "").rsplit(".", 1)[-1] in _ON_BEHALF:
         frames = frames[:-1]
     user_frames = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
@@ -691,6 +692,13 @@ def _explain(
                     "a tensor op the script's own line calls was given tensors whose sizes do not fit")
     if exception == "ValueError" and in_data:
         return "data_pipeline", ["fix_data_file", "convert_data_format"], 0.35, "a ValueError in data-handling frames"
+    if exception == "RuntimeError" and _TENSOR_TERMS.search(message) and _tensor_op_at_own_line(untrimmed):
+        # a tensor op at the script's own line refused its arguments with a message no rule knows (an index past
+        # a table, an index of the wrong dtype): in the data code, the rows it was handed; elsewhere, the line
+        if in_data:
+            return ("data_pipeline", ["fix_data_file", "fix_code"], 0.3,
+                    "a tensor op in the data-handling code refused what a row or batch gave it")
+        return "code_bug", ["fix_code"], 0.3, "a tensor op at the script's own line refused its arguments"
     if exception == "ValueError" and raised_in_user_code and _NUMBER_FROM_TEXT.search(message) \
             and _READS_NAMES.search(str(user_frames[-1].get("code", ""))):
         # `int(name.split("-")[1])` over os.listdir(): a folder holds an entry the script's naming scheme did not
@@ -703,6 +711,13 @@ def _explain(
     return None
 
 
+# a script line that calls torch.distributed itself (its failures are the job's network or peers, not the line),
+# or raises on purpose (a wrapper that reports a failure elsewhere)
+_DISTRIBUTED_CALL = re.compile(r"^\s*raise\b|\bdist\.|distributed\.|all_reduce|all_gather|broadcast|barrier|reduce_scatter|"
+                               r"init_process_group|\.backward\(|\.step\(")
+# a message about tensors (torch's ops describe what they refused in these words)
+_TENSOR_TERMS = re.compile(r"tensor|dimension|\bdim\b|\bsize\b|shape|dtype|scalar type|\bindex|indices|channels|"
+                           r"storage|out of bounds|out of range", re.IGNORECASE)
 # torch's collective API module (its argument checks), not the elastic launcher or the checkpointing code
 _COLLECTIVE_API = re.compile(r"torch[/\\]distributed[/\\]distributed_c10d\.py$")
 _ARGUMENT_CHECK = re.compile(r"^_?(?:validate|check|ensure)\w*")
@@ -715,6 +730,15 @@ _SIZES_DISAGREE = re.compile(
 )
 # torch's own Python layers between a script's call and the raise (functional, the loss and layer modules)
 _TORCH_OP = re.compile(r"torch[/\\](?:nn[/\\]|functional\.py|_tensor\.py|_refs|autograd[/\\])")
+
+
+def _tensor_op_at_own_line(frames: list[dict]) -> bool:
+    """The raise is at the script's own line (or in torch's op layers it called), and that line is neither a
+    raise of its own nor a call into torch.distributed."""
+    if not frames or not called_from_user_code(frames):
+        return False
+    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
+    return not _DISTRIBUTED_CALL.search(str(own[-1].get("code", "")))
 
 
 def called_from_user_code(frames: list[dict]) -> bool:

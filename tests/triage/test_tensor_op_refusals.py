@@ -56,3 +56,17 @@ def test_bias_dtype_and_cuda_nll_kernel_name_their_causes(tmp_path):
     targets = _run(tmp_path, MODEL,
                    "RuntimeError: \"nll_loss_forward_reduce_cuda_kernel_2d_index\" not implemented for 'Float'")
     assert (targets.category, targets.rule_id) == ("data_schema", "data.float_class_targets")
+
+
+@pytest.mark.parametrize("code, category", [
+    # a reward function parsing a model's answer: the parsing code's assumption
+    ("pred = int(match.group(1).strip())", "code_bug"),
+    # a setting read from the environment or the config: the setting's value
+    ("steps = int(os.environ.get('MAX_STEPS', '10'))", "config_invalid"),
+    ("warmup = int(cfg.train.warmup * total)", "config_invalid"),
+])
+def test_text_that_is_not_a_number_at_the_scripts_line(tmp_path, code, category):
+    frames = [(f"{SITE}/trl/trainer/grpo_trainer.py", "_calculate_rewards", "out = reward_func(prompts)"),
+              ("/srv/rl/rewards.py", "exact_answer", code)]
+    result = _run(tmp_path, frames, "ValueError: invalid literal for int() with base 10: '\\\\frac{7'")
+    assert result.category == category

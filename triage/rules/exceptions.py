@@ -705,6 +705,12 @@ def _explain(
         # foresee ("checkpoint-latest"); the parsing code, then the stray entry
         return ("code_bug", ["fix_code", "fix_path"], 0.45,
                 "the script parses numbers out of file or folder names, and one entry does not follow that scheme")
+    if exception == "ValueError" and raised_in_user_code and _NUMBER_FROM_TEXT.search(message) \
+            and not _A_SETTING.search(str(user_frames[-1].get("code", ""))):
+        # Python's own int()/float() refusing a string at the script's line (parsing a model's answer, a
+        # field of free text): the parsing code assumed a form the text does not always have
+        return ("code_bug", ["fix_code"], 0.35,
+                "the script's own line converts text to a number, and the text was not one")
     if exception == "ValueError" and raised_in_user_code and not _BUILTIN_VALUE_ERROR.search(message):
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
@@ -788,6 +794,9 @@ _WRONG_TYPE = re.compile(r"(?:must be|expected) (?:an? )?(?:str|string|bytes|os\
                          r"not '?(?:int|float|bool|NoneType)'?|can only concatenate str \(not \"(?:int|float|bool)\"\)")
 # the line reads a value out of a loaded config mapping: cfg["run_tag"], config.get("out"), hparams['name']
 _READS_CONFIG = re.compile(r"\b(?:cfg|conf|config|configs|settings|hparams|hp|yaml_cfg|opts)\s*(?:\[|\.get\()")
+# a line that reads a setting: the config, the environment, the parsed arguments
+_A_SETTING = re.compile(r"\b(?:cfg|conf|config|configs|settings|hparams|hp|opts|args|params)\b\s*(?:\[|\.)|"
+                        r"environ|getenv")
 # a comparison of a number with a string inside a library: a setting that should be a number is text
 _TEXT_SETTING = re.compile(r"not supported between instances of '(?:float|int)' and 'str'|"
                            r"not supported between instances of 'str' and '(?:float|int)'")

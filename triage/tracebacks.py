@@ -30,7 +30,8 @@ _EXC = re.compile(
     r"(?<=\.)Error(?=:)|"
     # standard modules whose exception class is a lowercase `error`
     r"(?:(?<=re\.)|(?<=socket\.)|(?<=zlib\.)|(?<=struct\.))error(?=:)))"
-    r"(?::\s?(.{0,2000}))?$"
+    # (a message of any length: a row quoted whole in it can run past a few thousand characters)
+    r"(?::\s?(.*))?$"
 )
 _HEADER_BYTES = HEADER.encode()
 _CHAIN_CAUSE = "The above exception was the direct cause"
@@ -160,7 +161,7 @@ def parse_exception_line(text: str) -> tuple[str, str, str] | None:
     if not match:
         return None
     full = match.group(1)
-    message = (match.group(2) or "").strip()
+    message = (match.group(2) or "")[:2000].strip()
     short = full.rsplit(".", 1)[-1]
     if (
         short in ("Traceback", "Note", "Warning", "Error", "Info", "Args", "Failures", "Exit")

@@ -133,10 +133,12 @@ def test_the_worker_re_raise_does_not_take_over_its_origins_category(tmp_path):
      "AttributeError: 'dict' object has no attribute 'split'", "data_schema"),
     # the script's own pickled cache of rows, cut short (no library loader in the traceback)
     ([("/work/pt/train.py", "worker")], "_pickle.UnpicklingError: pickle data was truncated", "data_corrupt"),
-    # torch.load of a checkpoint cut short stays a checkpoint problem
-    ([("/work/pt/train.py", "resume"), (f"{SITE}/torch/serialization.py", "load")],
+    # torch.load of weights cut short stays a checkpoint problem; the run's own save it resumes from, the storage's
+    ([("/work/pt/train.py", "load_backbone"), (f"{SITE}/torch/serialization.py", "load")],
      "_pickle.UnpicklingError: pickle data was truncated", "model_load"),
-], ids=["vocab-value", "missing-field", "nested-record", "own-pickle-cache", "torch-load"])
+    ([("/work/pt/train.py", "resume"), (f"{SITE}/torch/serialization.py", "load")],
+     "_pickle.UnpicklingError: pickle data was truncated", "storage"),
+], ids=["vocab-value", "missing-field", "nested-record", "own-pickle-cache", "torch-load", "torch-load-resume"])
 def test_values_fields_and_caches(tmp_path, frames, last, category):
     log = tmp_path / "log.txt"
     log.write_text(_trace(frames, last))

@@ -48,6 +48,10 @@ def test_it_cuts_a_progress_bar_that_did_not_end_its_line():
         ("OSError", "[Errno 28] No space left on device", "storage"),
         ("TypeError", "__init__() got an unexpected keyword argument 'tokenizer'", "version_mismatch"),
         ("UnboundLocalError", "cannot access local variable 'x'", "code_bug"),
+        ("ValueError", "Size of available data is not a multiple of the data-type size.", "data_corrupt"),
+        ("ValueError", "buffer size must be a multiple of element size", "data_corrupt"),
+        ("KeyError", "'latents is not a file in the archive'", "data_schema"),
+        ("RuntimeError", "selected index k out of range", "config_invalid"),
     ],
 )
 def test_the_fallback_names_a_category_from_class_and_message(exception, message, category):
@@ -351,7 +355,7 @@ def test_an_unreadable_file_in_a_datasets_getitem_is_a_damaged_shard_not_a_check
     checkpoint.write_text(
         "Traceback (most recent call last):\n"
         '  File "/srv/job/train.py", line 20, in main\n'
-        "    model.load_state_dict(torch.load(args.resume))\n"
+        "    model.load_state_dict(torch.load(args.init_weights))\n"
         '  File "/opt/py/site-packages/torch/serialization.py", line 1360, in load\n'
         "    return _legacy_load(opened_file)\n"
         "_pickle.UnpicklingError: invalid load key, '\\x00'.\n"

@@ -70,3 +70,14 @@ def test_text_that_is_not_a_number_at_the_scripts_line(tmp_path, code, category)
               ("/srv/rl/rewards.py", "exact_answer", code)]
     result = _run(tmp_path, frames, "ValueError: invalid literal for int() with base 10: '\\\\frac{7'")
     assert result.category == category
+
+
+@pytest.mark.parametrize("code, category", [
+    ("scores = (h * self.item_emb(items)).sum(-1)", "code_bug"),
+    ("e = self.time_mlp(t) + self.class_embedding(y)", "code_bug"),
+    ("x = self.tok_emb(ids) + self.pos(t)", "model_load"),  # a token table: the tokenizer and the model differ
+])
+def test_an_id_past_an_embedding_table_by_what_the_table_holds(tmp_path, code, category):
+    frames = [("/srv/rec/train.py", "step", "out = model(batch)"), ("/srv/rec/model.py", "forward", code),
+              (f"{SITE}/torch/nn/modules/sparse.py", "forward", "return F.embedding(")]
+    assert _run(tmp_path, frames, "IndexError: index out of range in self").category == category

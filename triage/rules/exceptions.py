@@ -175,6 +175,15 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         # the data was stored as integers where the pipeline works in floats
         ("data_schema", ["convert_data_format", "fix_data_file", "fix_code"], 0.5,
          r"cannot cast ufunc '\w+' output from dtype\('float\d*'\) to dtype\('u?int\d*'\)"),
+        # numpy reading a binary file whose byte count is not a whole number of its dtype's items (np.memmap,
+        # np.frombuffer, np.fromfile): a file cut short in a copy, or written with another item size
+        ("data_corrupt", ["fix_data_file", "convert_data_format"], 0.5,
+         r"not a multiple of the data-type size|buffer size must be a multiple of element size"),
+        # an .npz archive without the array the loader asks for: the file was exported with other array names
+        ("data_schema", ["convert_data_format", "fix_data_file"], 0.5, r"is not a file in the archive"),
+        # torch.topk asked for more items than the dimension has: k comes from a setting (top-k experts, top-k
+        # metrics) larger than what it picks from
+        ("config_invalid", ["fix_config"], 0.5, r"selected index k out of range"),
         # numpy's sliding window longer than the series it slides over: a file shorter than context + horizon
         ("data_pipeline", ["fix_data_file", "fix_code", "reduce_seq_len"], 0.5,
          r"window shape cannot be larger than input array shape"),
@@ -710,7 +719,7 @@ def _explain(
         return ("code_bug", ["fix_code", "fix_path"], 0.45,
                 "the script parses numbers out of file or folder names, and one entry does not follow that scheme")
     if exception == "ValueError" and raised_in_user_code and _NUMBER_FROM_TEXT.search(message) \
-            and not _A_SETTING.search(str(user_frames[-1].get("code", ""))):
+            and user_frames[-1].get("code") and not _A_SETTING.search(str(user_frames[-1].get("code", ""))):
         # Python's own int()/float() refusing a string at the script's line (parsing a model's answer, a
         # field of free text): the parsing code assumed a form the text does not always have
         return ("code_bug", ["fix_code"], 0.35,

@@ -107,6 +107,26 @@ def _what_the_pickle_was(text: str, frames: list[dict]):
     return None
 
 
+# an embedding table of ids that are not a tokenizer's (items, classes, users, timesteps, node types) called at
+# the script's own line: `self.item_emb(items)`, `self.class_embedding(y)`
+_OTHER_IDS_TABLE = re.compile(
+    r"\b(?:self\.)?((?:item|class|label|user|cond|time|timestep|type|segment|speaker|expert|node|atom|bond|entity|"
+    r"relation|cat|category|domain|lang|style|genre|product|region|site|field)\w*_?emb\w*)\(", re.IGNORECASE)
+
+
+def _table_of_other_ids(text: str, frames: list[dict]):
+    """The id past the table is not a token's: the script's own ids (an off-by-one, a table sized without the
+    extra row it indexes) and its code, not a tokenizer that does not fit the model."""
+    from triage.rules.exceptions import own_code
+
+    table = _OTHER_IDS_TABLE.search(own_code(frames))
+    if table is None:
+        return None
+    return ("code_bug", ("fix_code", "fix_config"),
+            f"an id is past the end of the embedding table {table.group(1)}, which is not a tokenizer's vocabulary: the "
+            "script's ids (an off-by-one, a null or padding id) or the size it gave that table")
+
+
 _KNOWN_CONFIG_FOR_OTHER_TASK = re.compile(
     r"Unrecognized configuration class <class '(?:transformers\.models\.[\w.]+\.)(\w+)'> for this kind of "
     r"AutoModel: (\w+)")
@@ -316,5 +336,6 @@ RULES = [
         0.75,
         "a token id is beyond the model's embedding table: the tokenizer (with added tokens) and the model's "
         "vocabulary differ; resize the embeddings to len(tokenizer) or load the matching tokenizer",
+        within=_table_of_other_ids,
     ),
 ]

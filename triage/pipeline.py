@@ -33,6 +33,7 @@ from triage.progress import furthest, phase_of_frames
 from triage.rules import DEFAULT_FIXES, rereads
 from triage.rules import config as config_rules
 from triage.rules import exceptions as exception_rules
+from triage.rules import numerical as numerical_rules
 from triage.sources import open_sources
 from triage.text import mask_deep, mask_secrets
 from triage.timeline import rank_statuses
@@ -553,10 +554,16 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         # may have come from that rank's batch (a value the transform cannot take, an empty sequence pooled to
         # 0/0), so that rank's data is checked next after the numerics
         kinds = [*kinds[:1], "fix_data_file", *kinds[1:]]
-        if _FIRST_STEP.search(verdict.message or ""):
+        if _FIRST_STEP.search(verdict.message or "") or (
+                verdict.failing_rank and _EARLY_STEP.search(verdict.message or "")):
+            # (or in the first steps on a rank other than 0, which is not the rank that checks for all of them)
             # at the first step no update has touched the weights yet: no learning rate or optimizer made the
             # value, so the rank's batch (labels all masked, a value the model cannot take) comes first
             kinds = _to_front(kinds, "fix_data_file")
+    if winner.category == "numerical" and numerical_rules.non_finite_terms(verdict.message or ""):
+        # the script printed its loss by terms and one term alone is NaN/inf while the others are finite: the
+        # code of that term (a log of 0, a division by an empty count) made it, not a step too large
+        kinds = _to_front([*kinds, "fix_code"] if "fix_code" not in kinds else kinds, "fix_code")
     for kind in DEFAULT_FIXES.get(winner.category, []):
         if kind not in kinds:
             kinds.append(kind)
@@ -584,6 +591,10 @@ def _untruncated_row(collected) -> bool:
 
 _FIRST_STEP = re.compile(r"\b(?:step|iteration|iter|batch)[ =:#]{0,3}0\b(?!\.)|\bfirst (?:step|batch|iteration)\b",
                          re.IGNORECASE)
+
+
+# within the first steps: too few updates for a learning rate to have driven the weights to overflow on one rank
+_EARLY_STEP = re.compile(r"\b(?:step|iteration|iter)[ =:#]{0,3}(?:[1-9]|1[0-9])\b(?!\.)", re.IGNORECASE)
 
 
 def _one_rank_went_non_finite(collected, verdict: Verdict, world_size: int | None) -> bool:

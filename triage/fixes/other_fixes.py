@@ -4,6 +4,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from triage.rules.numerical import non_finite_terms
+
 from .common import Edits, as_int, deepspeed_config, evidence_text, is_hf_style, lookup
 
 
@@ -137,6 +139,14 @@ def fix_code(ctx, kind: str) -> dict:
     notes = [f"{ctx.exception}: {ctx.message}"] if ctx.exception and ctx.message else []
     if where:
         notes.append(f"raised at {where}")
+    terms = non_finite_terms(ctx.message or "") if ctx.category == "numerical" else []
+    if terms:
+        title = f"Fix the code of the loss term {', '.join(terms)}"
+        notes.insert(0, f"only {', '.join(terms)} is NaN/inf while the other terms are finite: look in that term's code "
+                        "for a log of 0, a division by an empty count or an exp that overflows (clamp, add an eps, "
+                        "skip the term when its count is 0)")
+        return edits.fix(kind, title, "One term of the loss went non-finite on its own: its code, not the step size.",
+                         notes=notes, cost="medium")
     return edits.fix(kind, title, "The error is raised by the user's own code, not by a library or the setup.",
                      notes=notes, cost="medium")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.rules import HINT, ROOT, rule
 
 RULES = [
@@ -80,3 +82,18 @@ RULES = [
         "the failure is inside the fp16 loss scaler",
     ),
 ]
+
+
+# a named term of the loss and its value, as a script prints them ("ce=4.78 aux=nan", "kl: nan, ce: 4.70")
+_LOSS_TERM = re.compile(r"\b([A-Za-z][\w.]{0,24})\s*[=:]\s*(nan|-?inf|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
+_NOT_A_TERM = re.compile(r"^(?:step|epoch|iter|iteration|rank|batch|lr|learning_rate|grad_norm|gnorm|grad|"
+                         r"micro[-_]?batch|tokens?|samples?|t|scale|loss_scale|process|v_num|"
+                         r"(?:val|valid|eval|test)\w*)$", re.IGNORECASE)
+
+
+def non_finite_terms(message: str) -> list[str]:
+    """The loss terms the message prints as NaN/inf, where at least one other term is finite (else [])."""
+    terms = [(name, value.lower()) for name, value in _LOSS_TERM.findall(message) if not _NOT_A_TERM.match(name)]
+    bad = {name for name, value in terms if value.lstrip("-") in ("nan", "inf")}
+    good = {name for name, value in terms if value.lstrip("-") not in ("nan", "inf")}
+    return sorted(bad) if bad and good - bad else []

@@ -1,0 +1,63 @@
+"""Which change comes first for a loss that went NaN/inf: the step size, the rank's batch, or one term's code."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage import diagnose
+from triage.rules.numerical import non_finite_terms
+
+
+def _two_ranks(tmp_path, message: str, culprit: int = 1):
+    other = 1 - culprit
+    lines = [
+        f"[rank{culprit}]: Traceback (most recent call last):",
+        f'[rank{culprit}]:   File "/srv/lm/train.py", line 210, in train',
+        f"[rank{culprit}]:     raise FloatingPointError(msg)",
+        f"[rank{culprit}]: FloatingPointError: {message}",
+        f"[rank{other}]: Traceback (most recent call last):",
+        f'[rank{other}]:   File "/srv/lm/train.py", line 198, in train',
+        f"[rank{other}]:     loss.backward()",
+        f"[rank{other}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+        "[127.0.0.1]:48211",
+    ]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    return diagnose([tmp_path / "train.log"], command="torchrun --nproc_per_node 2 train.py")
+
+
+def test_one_rank_in_its_first_steps_checks_its_batch_first(tmp_path):
+    result = _two_ranks(tmp_path, "loss is nan at step 4 on rank 1")
+    assert result.category == "numerical" and result.failing_rank == 1
+    assert [fix["kind"] for fix in result.fixes][:2] == ["fix_data_file", "fix_numerics"]
+
+
+def test_a_late_step_keeps_the_step_size_first(tmp_path):
+    result = _two_ranks(tmp_path, "loss is nan at step 4180 on rank 1")
+    assert result.fixes[0]["kind"] == "fix_numerics"
+
+
+def test_rank_zero_alone_is_not_evidence_of_its_batch(tmp_path):
+    # a script that checks the loss on rank 0 only: rank 0 reporting alone says nothing about its batch
+    result = _two_ranks(tmp_path, "loss is nan at step 4", culprit=0)
+    assert result.fixes[0]["kind"] == "fix_numerics"
+
+
+def test_one_term_of_the_loss_non_finite_points_at_that_terms_code(tmp_path):
+    result = _two_ranks(tmp_path, "loss is nan at step 40 on rank 1 (ce=4.21 balance=nan z=0.93)")
+    first = result.fixes[0]
+    assert first["kind"] == "fix_code"
+    assert "balance" in first["title"]
+
+
+@pytest.mark.parametrize("message, terms", [
+    ("loss is nan at step 13 (ce=4.7841 aux=nan z=3.9628)", ["aux"]),
+    ("non-finite distillation loss nan at step 0 (kl=nan, ce=4.70)", ["kl"]),
+    ("churn=0.69, plan=1.37, spend=inf", ["spend"]),
+    # every term non-finite, or only the step and the learning rate beside it: not one term's doing
+    ("ce=nan aux=nan", []),
+    ("loss=nan at step=12 lr=3e-4 grad_norm=1.2", []),
+    # a progress bar's validation loss is not a term of the training loss
+    ("Epoch 3: 62%| 721/1172 [02:34<01:36, 4.66it/s, v_num=q2x8, train_loss=nan, val_loss=0.251]", []),
+])
+def test_non_finite_terms(message, terms):
+    assert non_finite_terms(message) == terms

@@ -338,3 +338,18 @@ def test_a_notebook_session_that_crashed_for_ram_is_host_memory(tmp_path):
             "Your session crashed after using all available RAM. If you are interested in access to high-RAM "
             "runtimes, you may want to check out Colab Pro.\n")
     assert _run(tmp_path, text).category == "host_oom"
+
+
+def test_a_platform_call_after_vllm_found_no_platform_is_its_build(tmp_path):
+    platform = _tb([
+        ('File "/work/rl/grpo.py", line 61, in <module>', "trainer = GRPOTrainer(model=policy, args=cfg)"),
+        ('File "/venv/lib/python3.11/site-packages/vllm/config.py", line 702, in verify_async_output_proc',
+         "if not current_platform.is_async_output_supported(self.enforce_eager):"),
+        ('File "/venv/lib/python3.11/site-packages/vllm/platforms/interface.py", line 201, in is_async_output_supported',
+         "raise NotImplementedError"),
+    ], "NotImplementedError", lead="[rank1]: ")
+    note = "INFO 07-19 11:02:03 __init__.py:190] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+    result = _run(tmp_path, note + platform)
+    assert result.category == "version_mismatch"
+    assert [fix["kind"] for fix in result.fixes][:1] == ["pin_versions"]
+    assert _run(tmp_path, platform, name="bare.log").category != "version_mismatch"

@@ -27,6 +27,12 @@ REREADS = (
      "versions.extension_built_for_other_torch",
      ("version_mismatch", ("pin_versions",),
       "a compiled extension built for another torch/CUDA has none of its operators on this install")),
+    # a platform call vLLM cannot answer (NotImplementedError from its platform interface) after vLLM said at
+    # import that it found no device platform: the vLLM build does not fit the installed torch/CUDA
+    (("exception.NotImplementedError", "exception.RuntimeError", "exception.AttributeError"), None,
+     "versions.no_device_platform",
+     ("version_mismatch", ("pin_versions", "fix_config"),
+      "vLLM runs on no device platform (its build does not fit the installed torch/CUDA); its platform calls fail")),
     # a None where an image was expected ("'NoneType' object has no attribute 'shape'"), after the image decoder
     # said a file was corrupt: cv2.imread returns None for a file it cannot decode
     (("exception.AttributeError", "exception.TypeError"), None, "data.image_decoder_error",

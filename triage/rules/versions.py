@@ -99,6 +99,18 @@ RULES = [
         "a compiled extension was built for another torch or CUDA than the installed ones",
     ),
     rule(
+        "versions.no_device_platform",
+        "version_mismatch",
+        HINT,
+        ["No platform detected", "UnspecifiedPlatform"],
+        # vLLM found none of its device platforms at import: its wheel was built for another torch/CUDA than the
+        # installed one (or the CUDA libraries it links cannot load), so its platform calls later raise
+        r"No platform detected,? vLLM is running on UnspecifiedPlatform",
+        ["pin_versions"],
+        0.05,
+        "vLLM found no device platform: its build does not fit the installed torch/CUDA",
+    ),
+    rule(
         "versions.usage_takes_local_rank",
         "version_mismatch",
         HINT,

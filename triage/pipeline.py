@@ -24,6 +24,7 @@ from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
 from triage.fixes.common import lookup, zero_offloads
+from triage.fixes.config_fixes import engine_in_job
 from triage.fixes.memory_fixes import SEQ_KEYS
 from triage.fixes.version_fixes import RENAMES
 from triage.inputs import launcher_from_command, load_config, load_data_sample
@@ -454,6 +455,11 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
         # the GPU that ran out holds several other processes of gigabytes: the ranks share one GPU (a fixed
         # device_map, no set_device), which no smaller batch fixes
         kinds = _to_front(kinds, "fix_code")
+    if winner.category == "gpu_oom" and (winner.facts.get("other_processes") or 0) >= 1 and engine_in_job(
+            command, [frame.get("file", "") for frame in (winner.traceback.frames if winner.traceback else [])]):
+        # another process holds gigabytes on the GPU that ran out, in a job that runs an inference engine beside
+        # training: the engine and a training rank share that GPU (its placement or its memory share first)
+        kinds = _to_front(kinds if "fix_config" in kinds else [*kinds, "fix_config"], "fix_config")
     tb = winner.traceback
     if winner.category == "host_oom" and tb is not None and tb.frames \
             and not exception_rules.library_file(str(tb.frames[-1].get("file", ""))) \

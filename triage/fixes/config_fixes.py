@@ -30,6 +30,8 @@ def fix_config(ctx, kind: str) -> dict:
         return deepspeed_batch(ctx, kind)
     if ctx.category == "host_oom":
         return host_memory(ctx, kind)
+    if ctx.category == "gpu_oom" and engine_in_job(ctx.command, ctx.frames):
+        return engine_on_a_training_gpu(ctx, kind)
     if re.search(r"bf16|bfloat16", text, re.I) and re.search(r"not support|n't support|unsupported|only support|requires|need", text, re.I):
         return bf16_unsupported(ctx, kind)
     if ctx.category == "cuda_error" and re.search(r"misaligned|fp16|half", text, re.I):
@@ -47,6 +49,55 @@ def fix_config(ctx, kind: str) -> dict:
     notes.append("make the launcher config, the DeepSpeed/FSDP config and the script flags agree on this setting")
     return edits.fix(kind, "Correct the contradictory setting the error names",
                      "The settings given to the job contradict each other or the hardware.", notes=notes)
+
+
+# an inference engine the training job starts for its rollouts (GRPO/PPO with vLLM or SGLang)
+_ENGINE = re.compile(r"\bvllm\b|\bsglang\b|use_vllm|vllm_", re.IGNORECASE)
+_ENGINE_DEVICE = re.compile(r"^cuda:(\d+)$")
+
+
+def engine_in_job(command: str | None, frames) -> bool:
+    """The job runs an inference engine beside training: its command enables one, or its frames are the engine's."""
+    return bool(_ENGINE.search(command or "")) or any(_ENGINE.search(str(frame)) for frame in frames or [])
+
+
+def engine_on_a_training_gpu(ctx, kind: str) -> dict:
+    """GPU memory ran out on a GPU that the rollout engine shares with a training rank: give the engine its own
+    GPU (one training process fewer), or let it take a smaller share of the GPU."""
+    edits = Edits(ctx)
+    cmd = edits.cmd
+    notes = []
+    device = _ENGINE_DEVICE.match(cmd.value("vllm_device") or "")
+    processes = as_int(cmd.value("num_processes", "nproc_per_node", "nproc-per-node", where="launcher") or "")
+    if device and processes and int(device.group(1)) < processes:
+        # the engine's GPU is one of the training ranks' GPUs: train on the others
+        fewer = int(device.group(1)) if int(device.group(1)) == processes - 1 else processes - 1
+        keys = ("num_processes",) if cmd.flag("num_processes", where="launcher") is not None else ("nproc_per_node",)
+        edits.set(keys, fewer, where="launcher")
+        notes.append(f"vLLM runs on cuda:{device.group(1)}, which a training rank also uses: train on {fewer} "
+                     f"processes so that cuda:{device.group(1)} is vLLM's alone")
+        generations = as_int(cmd.value("num_generations") or "")
+        per_device = as_int(cmd.value("per_device_train_batch_size") or "")
+        if generations and per_device and (fewer * per_device) % generations:
+            # GRPO splits the global batch into whole groups of completions per prompt
+            fits = max(n for n in range(1, generations + 1) if (fewer * per_device) % n == 0)
+            edits.set(("num_generations",), fits)
+            notes.append(f"num_generations {generations} -> {fits}: {fewer} x {per_device} completions per step must "
+                         "split into whole groups")
+    share, _ = lookup(ctx, cmd, ("vllm_gpu_memory_utilization", "gpu_memory_utilization"))
+    try:
+        current = float(share) if share is not None else None
+    except ValueError:
+        current = None
+    if current is not None and current > 0.5 and not notes:
+        edits.set(("vllm_gpu_memory_utilization", "gpu_memory_utilization"), 0.5)
+        notes.append(f"vLLM reserves {current:g} of the GPU for its KV cache before training allocates: 0.5 leaves "
+                     "room for the training rank on the same GPU")
+    notes.append("the out-of-memory message lists another process holding gigabytes on the GPU that ran out: the "
+                 "rollout engine and a training rank share it")
+    return edits.fix(kind, "Give the rollout engine its own GPU, or a smaller share of the one it shares",
+                     "The inference engine and a training rank were placed on the same GPU; together they do not fit.",
+                     notes=notes)
 
 
 _LIMIT = re.compile(r"\b(max_length|max_seq_length|max_seq_len|cutoff_len|model_max_length|max_len|"

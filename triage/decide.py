@@ -209,6 +209,14 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             if len({tb.rank for tb in surfaced}) == 1 and surfaced[0].rank is not None:
                 winner.traceback, failing_rank = surfaced[0], surfaced[0].rank
                 reason = "the only rank whose CUDA call failed when the GPU fault was logged"
+    if winner.traceback is None and winner.category == "host_oom" and not winner.facts.get("exception"):
+        # the kernel killed a DataLoader worker by its pid, and the rank that owned it reported that worker's
+        # death: that report is the exception the job raised for it
+        worker = _killed_worker_report(collected)
+        if worker is not None and (failing_rank is None or worker.rank in (failing_rank, None)):
+            winner.traceback = worker
+            if failing_rank is None and worker.rank is not None:
+                failing_rank = worker.rank
     root_tb = _origin(winner.traceback) if winner.traceback is not None else None
     account = loader_account_of(collected.tracebacks, root_tb) if root_tb is not None else None
     if account is not None:
@@ -370,6 +378,26 @@ def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Can
         and _same_kind(tb, winner.category, same_kind)
     ]
     return min(following, key=lambda tb: tb.exc_line, default=None)
+
+
+_KILLED_PID = re.compile(r"Killed process (\d{1,9})|oom_kill_process.{0,40}\bpid[= ](\d{1,9})|task=\S+,pid=(\d{1,9})")
+
+
+def _killed_worker_report(collected: Collected) -> Traceback | None:
+    """The traceback whose message names, as a DataLoader worker's pid, a process the kernel's OOM killer
+    killed ("Out of memory: Killed process 33581" and "DataLoader worker (pid 33581) is killed by signal")."""
+    pids = set()
+    for hit in collected.hits:
+        if hit.rule.id == "memory.kernel_oom_killer":
+            for found in _KILLED_PID.finditer(hit.text or ""):
+                pids.add(next(group for group in found.groups() if group))
+    if not pids:
+        return None
+    for tb in collected.tracebacks:
+        worker = re.search(r"worker \(pid:? (\d{1,9})\)", tb.message or "")
+        if worker and worker.group(1) in pids:
+            return tb
+    return None
 
 
 SURFACING_WINDOW = 60  # lines: a screenful between a root line and the Python exception that reports it

@@ -1,0 +1,33 @@
+"""The kernel's OOM killer names the pid it killed; a rank that reports a DataLoader worker of that pid
+killed has printed the exception the job raised for it."""
+
+from __future__ import annotations
+
+from triage import diagnose
+
+RANK = """\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", line 73, in handler
+[rank1]:     _error_if_any_worker_fails()
+[rank1]: RuntimeError: DataLoader worker (pid {worker}) is killed by signal: Killed.
+"""
+DMESG = """\
+[Tue Mar  3 10:11:12 2026] python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0
+[Tue Mar  3 10:11:12 2026] Out of memory: Killed process {killed} (python) total-vm:61455120kB, anon-rss:38912464kB
+"""
+
+
+def test_the_killed_workers_report_is_the_root_exception(tmp_path):
+    (tmp_path / "job.log").write_text(RANK.format(worker=40412) + DMESG.format(killed=40412))
+    result = diagnose([tmp_path / "job.log"])
+    assert result.category == "host_oom"
+    assert result.root_cause.exception == "RuntimeError"
+    assert "pid 40412" in result.root_cause.message
+    assert result.failing_rank == 1
+
+
+def test_another_pid_killed_leaves_the_kernels_line_the_root(tmp_path):
+    (tmp_path / "job.log").write_text(RANK.format(worker=40412) + DMESG.format(killed=39001))
+    result = diagnose([tmp_path / "job.log"])
+    assert result.category == "host_oom"
+    assert "pid 40412" not in (result.root_cause.message or "")

@@ -136,6 +136,16 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
                     and _same_message(item, winner)]
         if together:
             winner = min(together, key=lambda item: (item.rank, item.seq))
+    bare = parse_bare_exception(winner.text) if winner.traceback is None else None
+    if bare is not None:
+        # an exception line printed alone (a post's title, a summary line) and the same message raised later with
+        # its traceback on the same rank: the traceback is the exception, with its full class and frames
+        said = (bare[2] or "").strip()
+        for other in same[1:]:
+            if other.traceback is not None and other.rank == winner.rank and said \
+                    and (other.traceback.message or "").strip() == said:
+                winner = other
+                break
     if winner.traceback is None and parse_bare_exception(winner.text) is None:
         # the same signature raised as an exception on the same rank says more (class, message, frames)
         # (a rankless C++ log line: the same file's exception of that signature, when one rank raised it there)

@@ -1,0 +1,27 @@
+"""A post's title quotes the error in its own words ("RuntimeError: ..."); the traceback below raised it with
+its real class. The traceback is the root exception."""
+
+from __future__ import annotations
+
+from triage import diagnose
+
+MESSAGE = ("The server socket has failed to listen on any local network address. port: 41177, useIpv6: 0, code: -98, "
+           "name: EADDRINUSE, message: address already in use")
+
+
+def test_the_traceback_below_a_title_names_the_class(tmp_path):
+    text = (f"RuntimeError: {MESSAGE}\n\nStarting the weight-sync group fails every time:\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "/work/rl/sync.py", line 30, in init_group\n'
+            "    store = TCPStore(host, port, world, is_master=True)\n"
+            f"torch.distributed.DistNetworkError: {MESSAGE}\n")
+    (tmp_path / "post.md").write_text(text)
+    result = diagnose([tmp_path / "post.md"])
+    assert result.category == "rendezvous"
+    assert result.root_cause.exception == "DistNetworkError"
+
+
+def test_a_title_alone_is_still_the_exception(tmp_path):
+    (tmp_path / "post.md").write_text(f"RuntimeError: {MESSAGE}\n\nIt happens on every launch.\n")
+    result = diagnose([tmp_path / "post.md"])
+    assert result.root_cause.exception == "RuntimeError"

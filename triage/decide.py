@@ -199,6 +199,13 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
             winner.facts.setdefault("message", near_bare["message"])
         else:
             winner.traceback = _surfacing_exception(collected, winner, pool, failing_rank)
+            for other in same[1:]:
+                # (the first line may stand apart, a post's title quoting it: a later print of the same
+                # signature, on the same rank of the same file, may be where the exception follows)
+                if winner.traceback is not None:
+                    break
+                if other.source == winner.source and other.rank == winner.rank and other.traceback is None:
+                    winner.traceback = _surfacing_exception(collected, other, pool, failing_rank)
     else:
         for item in collected.bare_exceptions:
             if item["source"] == winner.source and item["line"] == winner.line:

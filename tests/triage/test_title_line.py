@@ -25,3 +25,17 @@ def test_a_title_alone_is_still_the_exception(tmp_path):
     (tmp_path / "post.md").write_text(f"RuntimeError: {MESSAGE}\n\nIt happens on every launch.\n")
     result = diagnose([tmp_path / "post.md"])
     assert result.root_cause.exception == "RuntimeError"
+
+
+def test_a_kernel_assertion_quoted_as_a_title_is_surfaced_by_the_exception_after_its_later_print(tmp_path):
+    assertion = ("../aten/src/ATen/native/cuda/Indexing.cu:1308: indexSelectLargeIndex: block: [12,0,0], thread: "
+                 "[3,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n")
+    story = "".join(f"step {n}: rollout 64 prompts, reward mean 0.{n:02d}\n" for n in range(80))
+    trace = ("[rank1]: Traceback (most recent call last):\n"
+             '[rank1]:   File "/work/rl/ppo.py", line 140, in rollout\n'
+             "[rank1]:     values = critic(seq)\n"
+             "[rank1]: RuntimeError: CUDA error: device-side assert triggered\n")
+    (tmp_path / "post.md").write_text(assertion + "\n" + story + assertion + trace)
+    result = diagnose([tmp_path / "post.md"])
+    assert result.category == "cuda_error"
+    assert result.root_cause.exception == "RuntimeError"

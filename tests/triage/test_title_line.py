@@ -3,6 +3,8 @@ its real class. The traceback is the root exception."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from triage import diagnose
 
 MESSAGE = ("The server socket has failed to listen on any local network address. port: 41177, useIpv6: 0, code: -98, "
@@ -27,15 +29,10 @@ def test_a_title_alone_is_still_the_exception(tmp_path):
     assert result.root_cause.exception == "RuntimeError"
 
 
-def test_a_kernel_assertion_quoted_as_a_title_is_surfaced_by_the_exception_after_its_later_print(tmp_path):
-    assertion = ("../aten/src/ATen/native/cuda/Indexing.cu:1308: indexSelectLargeIndex: block: [12,0,0], thread: "
-                 "[3,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n")
-    story = "".join(f"step {n}: rollout 64 prompts, reward mean 0.{n:02d}\n" for n in range(80))
-    trace = ("[rank1]: Traceback (most recent call last):\n"
-             '[rank1]:   File "/work/rl/ppo.py", line 140, in rollout\n'
-             "[rank1]:     values = critic(seq)\n"
-             "[rank1]: RuntimeError: CUDA error: device-side assert triggered\n")
-    (tmp_path / "post.md").write_text(assertion + "\n" + story + assertion + trace)
-    result = diagnose([tmp_path / "post.md"])
+def test_a_kernel_assertion_quoted_as_a_title_is_surfaced_by_the_exception_after_its_later_print():
+    # blind51's form: the post opens with one assertion line, the log repeats it many times, and every rank's
+    # RuntimeError follows further down than a screenful from the first print
+    case = Path(__file__).parent / "fixtures" / "blind51" / "b51-accelerate-ppo-qwen-tokenizer-pythia-policy-index-assert"
+    result = diagnose([case / "issue_body.md"], command=(case / "command.txt").read_text())
     assert result.category == "cuda_error"
     assert result.root_cause.exception == "RuntimeError"

@@ -36,3 +36,15 @@ def test_a_kernel_assertion_quoted_as_a_title_is_surfaced_by_the_exception_after
     result = diagnose([case / "issue_body.md"], command=(case / "command.txt").read_text())
     assert result.category == "cuda_error"
     assert result.root_cause.exception == "RuntimeError"
+
+
+def test_a_title_that_speaks_of_an_nccl_error_is_not_one(tmp_path):
+    text = ("**NCCL error after 15 steps, FSDP on two GPUs**\n\nThe loop saves a full state dict at step 15, then:\n\n"
+            "[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=812, OpType=_ALLGATHER_BASE, NumelIn=1048576, NumelOut=2097152, Timeout(ms)=600000) "
+            "ran for 600112 milliseconds before timing out.\n")
+    (tmp_path / "post.md").write_text(text)
+    assert diagnose([tmp_path / "post.md"]).category == "nccl_timeout"
+    (tmp_path / "err.log").write_text("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, "
+                                      "unhandled cuda error, NCCL version 2.19.3\n")
+    assert diagnose([tmp_path / "err.log"]).category == "nccl_error"

@@ -115,7 +115,9 @@ RULES = [
             "ncclInvalidArgument",
         ],
         r"unhandled system error|ncclSystemError|ncclInternalError|NCCL error.{0,200}internal error|"
-        r"ncclInvalidUsage|NCCL error.{0,200}invalid usage|ncclInvalidArgument|NCCL error",
+        # (the bare words as the library prints them: "NCCL error in: <file>:<line>", "NCCL error: ...",
+        # "NCCL Error 2: ..."; never a sentence about one, a post's title "NCCL error after 15 steps")
+        r"ncclInvalidUsage|NCCL error.{0,200}invalid usage|ncclInvalidArgument|NCCL error(?: in)?:|NCCL [Ee]rror \d",
         ["set_nccl_env", "pin_versions"],
         0.7,
         "the NCCL communication library failed",

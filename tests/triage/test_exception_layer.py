@@ -50,6 +50,7 @@ def test_it_cuts_a_progress_bar_that_did_not_end_its_line():
         ("UnboundLocalError", "cannot access local variable 'x'", "code_bug"),
         ("ValueError", "Size of available data is not a multiple of the data-type size.", "data_corrupt"),
         ("ValueError", "buffer size must be a multiple of element size", "data_corrupt"),
+        ("ValueError", "buffer is smaller than requested size", "data_corrupt"),
         ("KeyError", "'latents is not a file in the archive'", "data_schema"),
         ("RuntimeError", "selected index k out of range", "config_invalid"),
     ],

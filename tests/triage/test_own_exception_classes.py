@@ -54,3 +54,13 @@ def test_an_exception_line_of_any_length_is_read(tmp_path):
     assert result.root_cause.exception == "RecordParseError"
     assert result.root_cause.message.startswith("bad token")
     assert len(result.root_cause.message) <= 2000
+
+
+def test_a_model_folder_a_library_restores_from_is_the_models_path(tmp_path):
+    frames = [("/work/ft/run.py", "main", "llm.finetune(model=model, resume=resume)"),
+              (f"{SITE}/nemo/lightning/resume.py", "_try_restore_tokenizer", "context = io.load_context(path)"),
+              (f"{SITE}/nemo/lightning/io/api.py", "load_context", "return load(path)"),
+              (f"{SITE}/nemo/lightning/io/mixin.py", "load", "raise FileNotFoundError(f\"No such file: '{p}'\")")]
+    result = _run(tmp_path, frames, "FileNotFoundError: No such file: '/models/llama-8b/weights/context'")
+    assert result.category == "model_load"
+    assert result.fixes[0]["kind"] == "fix_path"

@@ -19,7 +19,7 @@ import re
 from triage.rules.packages import installed_software, missing_module
 
 _DATA_FRAMES = re.compile(
-    r"__getitem__|getitem|preprocess|collat|tokeni[sz]e|_map_single|formatting|format_|"
+    r"__getitem__|getitem|preprocess|collat|tokeni[sz]e(?!r)|_map_single|formatting|format_|"
     r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
     r"[/\\](?:data|datasets?)[/\\]|(?:read|load)_?(?:rows|records|samples|examples|jsonl?|lines|shards?|tokens)|(?<![A-Za-z])encode(?:_[a-z]+)?\b",
     re.IGNORECASE,
@@ -178,7 +178,8 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         # numpy reading a binary file whose byte count is not a whole number of its dtype's items (np.memmap,
         # np.frombuffer, np.fromfile): a file cut short in a copy, or written with another item size
         ("data_corrupt", ["fix_data_file", "convert_data_format"], 0.5,
-         r"not a multiple of the data-type size|buffer size must be a multiple of element size"),
+         r"not a multiple of the data-type size|buffer size must be a multiple of element size|"
+         r"buffer is smaller than requested size"),
         # an .npz archive without the array the loader asks for: the file was exported with other array names
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.5, r"is not a file in the archive"),
         # torch.topk asked for more items than the dimension has: k comes from a setting (top-k experts, top-k

@@ -31,11 +31,25 @@ def _model_file_missing(text: str, frames: list[dict]):
         return ("code_bug", ("fix_code",),
                 "a folder was deleted by two processes at once (rmtree found its files already gone): let one "
                 "rank clean it, then a barrier")
-    if not _MODEL_FILE.search(text):
+    if not _MODEL_FILE.search(text) and not _restoring_a_model(frames):
         return None
     return ("model_load", ("fix_path",),
             "a file of the model, tokenizer or adapter folder does not exist at the path given: the folder was not "
             "downloaded there, or the path points at another folder")
+
+
+# a library restoring a model's files (its context, config, tokenizer, weights) from a folder it was given
+_MODEL_RESTORE = re.compile(r"^_?(?:try_)?restore\w*|^load_context$|^from_pretrained$|^_?load_model\w*|"
+                            r"^import_ckpt$|^_?load_(?:pretrained|hf)\w*")
+
+
+def _restoring_a_model(frames: list[dict]) -> bool:
+    """The missing file was asked for by a library's model-restoring code (NeMo's restore of a model's
+    context, a from_pretrained): the model path given to it is wrong."""
+    from triage.rules.exceptions import library_file
+
+    return any(_MODEL_RESTORE.match(str(frame.get("function", ""))) and library_file(str(frame.get("file", "")))
+               for frame in frames[-5:])
 
 
 def _stale_mount(text: str, frames: list[dict]):

@@ -109,7 +109,7 @@ def _build(
     collected, verdict: Verdict, world_size, command, configs, data_sample, memory_result
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
-    winner = _reread(verdict.candidate, verdict, command)
+    winner = _reread(verdict.candidate, verdict, command, collected)
     winner = _reread_by_world(winner, verdict, world_size)
     winner = _reread_by_hints(winner, collected, verdict.failing_rank)
     winner = _reread_empty_by_filter(winner, command)
@@ -185,7 +185,7 @@ _PARSES_A_LINE = re.compile(r"json\.loads\(\s*(?:line|ln|l|raw|row|rec|record|te
                             r"for\s+\w+\s+in\s+\w+.*json\.loads\(")
 
 
-def _reread(winner, verdict: Verdict, command: str | None):
+def _reread(winner, verdict: Verdict, command: str | None, collected=None):
     """The winner, reinterpreted by what the launch command shows: a parse error in the config file it
     names, a division by a setting it gives as 0."""
     if winner is None or not command:
@@ -199,7 +199,8 @@ def _reread(winner, verdict: Verdict, command: str | None):
             _PARSES_A_LINE.search(str(frame.get("code", ""))) for frame in frames)
         meant = config_rules.unreadable_config(verdict.exception, reads_rows, configs, data)
     elif winner.rule_id == "config.ranks_built_different_models":
-        meant = config_rules.models_differ_on_one_node(_one_node(cmd, command))
+        meant = config_rules.models_differ_on_one_node(_one_node(cmd, command) or _part_of_a_node(
+            cmd, verdict.failing_rank, _differing_ranks(collected)))
     elif winner.category == "code_bug":
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
@@ -260,6 +261,25 @@ def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[s
         if value is not None:
             return setting, value
     return None, None
+
+
+def _differing_ranks(collected) -> set[int]:
+    """The ranks that DDP told their model's shapes differ from rank 0's."""
+    if collected is None:
+        return set()
+    return {hit.rank for hit in collected.hits
+            if hit.rule.id == "config.ranks_built_different_models" and hit.rank is not None}
+
+
+def _part_of_a_node(cmd, rank: int | None, differing: set[int]) -> bool:
+    """Only some ranks of one node built another model: the node's files are the same for all of its ranks, so
+    each rank sized its model by something of its own (a shard's labels), not by a file that differs by node."""
+    shape = launch_shape(cmd)
+    per_node = shape.per_node if shape.stated else None
+    if rank is None or not per_node or per_node < 2 or not differing:
+        return False
+    node = set(range(rank - rank % per_node, rank - rank % per_node + per_node)) - {0}
+    return bool(node - differing) and differing <= node | {rank}
 
 
 def _one_node(cmd, command: str) -> bool:

@@ -51,6 +51,10 @@ def test_it_cuts_a_progress_bar_that_did_not_end_its_line():
         ("ValueError", "Size of available data is not a multiple of the data-type size.", "data_corrupt"),
         ("ValueError", "buffer size must be a multiple of element size", "data_corrupt"),
         ("ValueError", "buffer is smaller than requested size", "data_corrupt"),
+        ("Error", "file does not start with RIFF id", "data_corrupt"),
+        ("RuntimeError", "stft(torch.FloatTensor[7615], n_fft=256, hop_length=80, win_length=1024) : expected "
+                         "0 < win_length <= n_fft", "config_invalid"),
+        ("RuntimeError", "stft requires the return_complex parameter be given for real inputs", "version_mismatch"),
         ("KeyError", "'latents is not a file in the archive'", "data_schema"),
         ("RuntimeError", "selected index k out of range", "config_invalid"),
     ],

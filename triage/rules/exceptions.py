@@ -180,6 +180,16 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         ("data_corrupt", ["fix_data_file", "convert_data_format"], 0.5,
          r"not a multiple of the data-type size|buffer size must be a multiple of element size|"
          r"buffer is smaller than requested size"),
+        # a media or archive reader that finds no header of its kind at the start of the file (zeroed, cut, or
+        # another kind of file under the name): the file is damaged
+        ("data_corrupt", ["fix_data_file"], 0.5,
+         r"file does not start with RIFF id|not a WAVE file|Not a gzipped file|Not a JPEG file|"
+         r"file signature not found|Format not recognised|Error opening .{0,80}: Format not recognised"),
+        # an STFT window longer than the transform (win_length > n_fft) or a hop of 0: the audio settings
+        ("config_invalid", ["fix_config"], 0.5, r"expected 0 < win_length <= n_fft|expected 0 < hop_length"),
+        # torch's STFT that once defaulted to real output now requires return_complex: code written for an
+        # older torch
+        ("version_mismatch", ["fix_code", "pin_versions"], 0.5, r"requires the return_complex parameter be given"),
         # an .npz archive without the array the loader asks for: the file was exported with other array names
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.5, r"is not a file in the archive"),
         # torch.topk asked for more items than the dimension has: k comes from a setting (top-k experts, top-k

@@ -109,7 +109,7 @@ def _build(
     collected, verdict: Verdict, world_size, command, configs, data_sample, memory_result
 ) -> Diagnosis:
     """Stage 3: the diagnosis from the verdict: root cause, fixes, estimate, ranks, fingerprint, launcher check."""
-    winner = _reread(verdict.candidate, verdict, command, collected)
+    winner = _reread(verdict.candidate, verdict, command, collected, configs)
     winner = _reread_by_world(winner, verdict, world_size)
     winner = _reread_by_hints(winner, collected, verdict.failing_rank)
     winner = _reread_empty_by_filter(winner, command)
@@ -185,12 +185,12 @@ _PARSES_A_LINE = re.compile(r"json\.loads\(\s*(?:line|ln|l|raw|row|rec|record|te
                             r"for\s+\w+\s+in\s+\w+.*json\.loads\(")
 
 
-def _reread(winner, verdict: Verdict, command: str | None, collected=None):
+def _reread(winner, verdict: Verdict, command: str | None, collected=None, configs=None):
     """The winner, reinterpreted by what the launch command shows: a parse error in the config file it
     names, a division by a setting it gives as 0."""
-    if winner is None or not command:
+    if winner is None or (not command and not configs):
         return winner
-    cmd = parse_command(command)
+    cmd = parse_command(command or "")
     meant = None
     if winner.category == "data_corrupt":
         frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
@@ -203,8 +203,14 @@ def _reread(winner, verdict: Verdict, command: str | None, collected=None):
             cmd, verdict.failing_rank, _differing_ranks(collected)))
     elif winner.category == "code_bug":
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
+        frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
+        flags.update(_zero_settings_on_the_line(configs, frames))
         meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
+    if meant is not None and winner.category == "code_bug" and meant[0] == "config_invalid" \
+            and verdict.exception == "ZeroDivisionError":
+        zeros = [name for name, value in flags.items() if value.strip() in ("0", "0.0")]
+        winner = replace(winner, facts={**winner.facts, "zero_settings": zeros[:3]})
     return _read_as(winner, meant)
 
 
@@ -261,6 +267,40 @@ def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[s
         if value is not None:
             return setting, value
     return None, None
+
+
+def _zero_settings_on_the_line(configs, frames: list[dict]) -> dict[str, str]:
+    """Settings of the job's config files that are 0 and that the raising line of the script's own code names
+    (`s * warmup ** -1.5` with `warmup: 0`): {name: "0"}."""
+    own = [frame for frame in frames if not exception_rules.library_file(str(frame.get("file", "")))]
+    code = str(own[-1].get("code", "")) if own else ""
+    if not code or not configs:
+        return {}
+    words = set(re.findall(r"[A-Za-z_]\w*", code))
+    found: dict[str, str] = {}
+
+    def walk(node):
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if isinstance(value, bool):
+                    continue
+                if isinstance(value, int | float) and value == 0 and _named_on_the_line(str(key), words):
+                    found[str(key)] = "0"
+                else:
+                    walk(value)
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item)
+
+    walk(dict(configs))
+    return found
+
+
+def _named_on_the_line(key: str, words: set[str]) -> bool:
+    """The setting's name, or its stem (`warmup` for `warmup_steps`, `save_every` for `save_every_steps`), is a
+    word of the line."""
+    return key in words or any(len(word) >= 4 and (key.startswith(word + "_") or word.startswith(key + "_"))
+                               for word in words)
 
 
 def _differing_ranks(collected) -> set[int]:

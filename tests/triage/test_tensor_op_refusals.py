@@ -81,3 +81,13 @@ def test_an_id_past_an_embedding_table_by_what_the_table_holds(tmp_path, code, c
     frames = [("/srv/rec/train.py", "step", "out = model(batch)"), ("/srv/rec/model.py", "forward", code),
               (f"{SITE}/torch/nn/modules/sparse.py", "forward", "return F.embedding(")]
     assert _run(tmp_path, frames, "IndexError: index out of range in self").category == category
+
+
+@pytest.mark.parametrize("code, category", [
+    ('src, tgt = line.rstrip("\\n").split("\\t")', "data_schema"),
+    ("a, b = pair_of(items)", "code_bug"),
+])
+def test_a_row_split_into_another_number_of_fields(tmp_path, code, category):
+    frames = [("/srv/mt/train.py", "main", "pairs = read_pairs(path)"), ("/srv/mt/pairs.py", "read_pairs", code)]
+    result = _run(tmp_path, frames, "ValueError: too many values to unpack (expected 2)")
+    assert result.category == category

@@ -43,6 +43,13 @@ def fix_config(ctx, kind: str) -> dict:
     if _WORKERLESS.search(text):
         return workerless_loader(ctx, kind, _WORKERLESS.search(text).group(1))
     edits = Edits(ctx)
+    zeros = (ctx.facts or {}).get("zero_settings")
+    if zeros:
+        where = [name for name, conf in config_values(ctx) if any(str(key) in zeros for key in _leaf_keys(conf))]
+        notes = [f"{', '.join(zeros)} is 0{' in ' + ', '.join(where) if where else ''}, and the script divides by "
+                 "it: give it a positive value (an interval, a count or a number of warm-up steps)"]
+        return edits.fix(kind, f"Give {', '.join(zeros)} a positive value",
+                         "A setting of 0 reaches a division in the script.", notes=notes)
     named = re.findall(r"`([\w.]+)`|'([\w.]+)'", text)
     keys = [a or b for a, b in named][:3]
     notes = [f"the error names: {', '.join(keys)}"] if keys else []
@@ -98,6 +105,15 @@ def engine_on_a_training_gpu(ctx, kind: str) -> dict:
     return edits.fix(kind, "Give the rollout engine its own GPU, or a smaller share of the one it shares",
                      "The inference engine and a training rank were placed on the same GPU; together they do not fit.",
                      notes=notes)
+
+
+def _leaf_keys(node) -> list:
+    """Every key of a parsed config, at any depth."""
+    if isinstance(node, dict):
+        return [*node.keys(), *[key for value in node.values() for key in _leaf_keys(value)]]
+    if isinstance(node, list):
+        return [key for item in node for key in _leaf_keys(item)]
+    return []
 
 
 _LIMIT = re.compile(r"\b(max_length|max_seq_length|max_seq_len|cutoff_len|model_max_length|max_len|"

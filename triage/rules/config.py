@@ -478,7 +478,7 @@ def zero_setting(exception: str | None, flags: dict[str, str]):
     if exception != "ZeroDivisionError" or not zeros:
         return None
     return ("config_invalid", ("fix_config",),
-            f"the command sets {', '.join('--' + name for name in zeros[:3])} to 0, and the script divides by it "
+            f"the job sets {', '.join(name for name in zeros[:3])} to 0, and the script divides by it "
             "(an interval, a count or a ratio): give it a positive value")
 
 

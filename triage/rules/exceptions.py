@@ -623,6 +623,12 @@ def _explain(
         return ("version_mismatch", ["fix_code", "pin_versions"], 0.5,
                 "a library call returns an output object where the script expects a tensor (its return type changed "
                 "between releases)")
+    if exception == "ValueError" and raised_in_user_code and _UNPACK_COUNT.search(message) \
+            and _SPLITS_A_ROW.search(str(user_frames[-1].get("code", ""))):
+        # `src, tgt = line.split("\t")` meeting a row with another number of fields (a column added by another
+        # exporter, a tab inside a field): the file's layout, not the code
+        return ("data_schema", ["fix_data_file", "convert_data_format", "fix_code"], 0.45,
+                "a row of the file has another number of fields than the script splits it into")
     keyword = _by_keywords(message)
     if keyword is not None:
         category, fixes, weight, words = keyword
@@ -818,6 +824,8 @@ _WRONG_TYPE = re.compile(r"(?:must be|expected) (?:an? )?(?:str|string|bytes|os\
                          r"not '?(?:int|float|bool|NoneType)'?|can only concatenate str \(not \"(?:int|float|bool)\"\)")
 # the line reads a value out of a loaded config mapping: cfg["run_tag"], config.get("out"), hparams['name']
 _READS_CONFIG = re.compile(r"\b(?:cfg|conf|config|configs|settings|hparams|hp|yaml_cfg|opts)\s*(?:\[|\.get\()")
+_UNPACK_COUNT = re.compile(r"(?:too many|not enough) values to unpack \(expected \d+")
+_SPLITS_A_ROW = re.compile(r"=.{0,120}\.r?split\(")
 # a line that reads a setting: the config, the environment, the parsed arguments
 _A_SETTING = re.compile(r"\b(?:cfg|conf|config|configs|settings|hparams|hp|opts|args|params)\b\s*(?:\[|\.)|"
                         r"environ|getenv")

@@ -26,6 +26,20 @@ RULES = [
         facts=_port,
     ),
     rule(
+        "rendezvous.gloo_mesh_not_formed",
+        "rendezvous",
+        ROOT,
+        ["connectFullMesh failed"],
+        # gloo building its connections when the process group is created: a rank's peer address (read from the
+        # store) refuses or never answers, e.g. a file:// or TCP store left over from an earlier run hands out
+        # the addresses of processes that are gone; the job never formed
+        r"Gloo connectFullMesh failed",
+        ["fix_rendezvous"],
+        0.45,  # (also what a restarted attempt prints after the first one failed: the first failure outranks it)
+        "gloo could not connect the ranks when the process group was created: the addresses its store handed "
+        "out do not answer (a store file left from an earlier run, a wrong interface or a firewall)",
+    ),
+    rule(
         "rendezvous.timeout",
         "rendezvous",
         ROOT,

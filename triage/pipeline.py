@@ -204,12 +204,12 @@ def _reread(winner, verdict: Verdict, command: str | None, collected=None, confi
     elif winner.category == "code_bug":
         flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
-        flags.update(_zero_settings_on_the_line(configs, frames))
-        meant = config_rules.zero_setting(verdict.exception, flags) or config_rules.checkpointing_without_input_grads(
+        config_zeros = tuple(_zero_settings_on_the_line(configs, frames))
+        meant = config_rules.zero_setting(verdict.exception, flags, config_zeros) or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
     if meant is not None and winner.category == "code_bug" and meant[0] == "config_invalid" \
             and verdict.exception == "ZeroDivisionError":
-        zeros = [name for name, value in flags.items() if value.strip() in ("0", "0.0")]
+        zeros = [name for name, value in flags.items() if value.strip() in ("0", "0.0")] + list(config_zeros)
         winner = replace(winner, facts={**winner.facts, "zero_settings": zeros[:3]})
     return _read_as(winner, meant)
 

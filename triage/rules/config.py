@@ -471,14 +471,15 @@ def unreadable_config(exception: str | None, reads_data: bool, configs: list[str
             "a quote or a bracket wrong at the position the message gives")
 
 
-def zero_setting(exception: str | None, flags: dict[str, str]):
-    """A division or modulo by zero where the command sets a flag to 0 (`--save_every 0`): the setting,
-    not the code, is what to change. (category, fixes, summary), or None."""
-    zeros = [name for name, value in flags.items() if value.strip() in ("0", "0.0")]
+def zero_setting(exception: str | None, flags: dict[str, str], config_zeros: tuple[str, ...] = ()):
+    """A division or modulo by zero where the command sets a flag to 0 (`--save_every 0`), or a config file
+    sets a setting the raising line names to 0: the setting, not the code, is what to change.
+    (category, fixes, summary), or None."""
+    zeros = ["--" + name for name, value in flags.items() if value.strip() in ("0", "0.0")] + list(config_zeros)
     if exception != "ZeroDivisionError" or not zeros:
         return None
     return ("config_invalid", ("fix_config",),
-            f"the job sets {', '.join(name for name in zeros[:3])} to 0, and the script divides by it "
+            f"the job sets {', '.join(zeros[:3])} to 0, and the script divides by it "
             "(an interval, a count or a ratio): give it a positive value")
 
 

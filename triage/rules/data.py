@@ -244,6 +244,19 @@ RULES = [
         "the tokenizer has no chat template, so the conversations cannot be formatted",
     ),
     rule(
+        "data.template_without_generation_markers",
+        "data_pipeline",
+        ROOT,
+        ["{% generation %}", "generation %}", "training-compatible"],
+        # assistant-only loss asks the chat template to mark the assistant's turns ({% generation %} ...
+        # {% endgeneration %}) for the loss mask; this template has no such marks
+        r"\{%-?\s*generation\s*-?%\}|not training-compatible",
+        ["fix_config", "fix_code"],
+        0.85,
+        "assistant-only loss needs a chat template that marks the assistant turns ({% generation %}); this one "
+        "does not: use a template with the marks, or turn assistant-only loss off",
+    ),
+    rule(
         "data.all_labels_masked",
         "data_pipeline",
         ROOT,

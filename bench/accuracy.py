@@ -86,6 +86,10 @@ OWN_SETS = {
     "blind45": ROOT / "tests" / "triage" / "fixtures" / "blind45",
     "cpu_blind34": ROOT / "tests" / "fixtures" / "cpu_blind34",
     "cpu_blind37": ROOT / "tests" / "fixtures" / "cpu_blind37",
+    "blind52": ROOT / "tests" / "triage" / "fixtures" / "blind52",
+    "cpu_blind42": ROOT / "tests" / "fixtures" / "cpu_blind42",
+    "cpu_blind44": ROOT / "tests" / "fixtures" / "cpu_blind44",
+    "cpu_blind46": ROOT / "tests" / "fixtures" / "cpu_blind46",
 }
 
 

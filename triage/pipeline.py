@@ -279,7 +279,9 @@ def _zero_settings_on_the_line(configs, frames: list[dict]) -> dict[str, str]:
     words = set(re.findall(r"[A-Za-z_]\w*", code))
     found: dict[str, str] = {}
 
-    def walk(node):
+    def walk(node, depth: int):
+        if depth > 12:  # (a config nested deeper than any real one is not read further)
+            return
         if isinstance(node, Mapping):
             for key, value in node.items():
                 if isinstance(value, bool):
@@ -287,12 +289,12 @@ def _zero_settings_on_the_line(configs, frames: list[dict]) -> dict[str, str]:
                 if isinstance(value, int | float) and value == 0 and _named_on_the_line(str(key), words):
                     found[str(key)] = "0"
                 else:
-                    walk(value)
+                    walk(value, depth + 1)
         elif isinstance(node, list | tuple):
-            for item in node:
-                walk(item)
+            for item in node[:1000]:
+                walk(item, depth + 1)
 
-    walk(dict(configs))
+    walk(dict(configs), 0)
     return found
 
 

@@ -107,12 +107,14 @@ def engine_on_a_training_gpu(ctx, kind: str) -> dict:
                      notes=notes)
 
 
-def _leaf_keys(node) -> list:
-    """Every key of a parsed config, at any depth."""
+def _leaf_keys(node, depth: int = 0) -> list:
+    """Every key of a parsed config, to a depth no real config passes."""
+    if depth > 12:
+        return []
     if isinstance(node, dict):
-        return [*node.keys(), *[key for value in node.values() for key in _leaf_keys(value)]]
+        return [*node.keys(), *[key for value in node.values() for key in _leaf_keys(value, depth + 1)]]
     if isinstance(node, list):
-        return [key for item in node for key in _leaf_keys(item)]
+        return [key for item in node[:1000] for key in _leaf_keys(item, depth + 1)]
     return []
 
 

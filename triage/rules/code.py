@@ -66,6 +66,20 @@ def _devices_met_in_own_code(frames: list[dict]):
 _TORCH_INTERNAL = re.compile(r"[/\\]torch[/\\](?:nn|_tensor|autograd|functional|_dynamo|utils)")
 
 
+# the Trainer's own rename of its checkpoint folder (tmp-checkpoint-N -> checkpoint-N)
+_TRAINER_RENAME = re.compile(r"No such file or directory: '[^']*tmp-checkpoint-\d+' -> '[^']*checkpoint-\d+'")
+
+
+def _trainer_checkpoint_rename(text: str, frames: list[dict]):
+    """The rename is the Trainer's own, on every process of a shared output folder: a bug of transformers 4.36.0
+    (fixed in 4.36.1), not the script's code."""
+    if not _TRAINER_RENAME.search(text):
+        return None
+    return ("version_mismatch", ("pin_versions", "fix_path"),
+            "the Trainer renames tmp-checkpoint-N to checkpoint-N on every process and the others find it gone "
+            "(transformers 4.36.0): install another transformers release, or save from the main process only")
+
+
 RULES = [
     rule(
         "code.leftover_breakpoint",
@@ -118,6 +132,7 @@ RULES = [
         0.8,
         "a rename found its source gone: another rank already moved the same temporary file, because every "
         "rank saves to one path; save on one rank (rank 0) or give each rank its own file",
+        within=_trainer_checkpoint_rename,
     ),
     rule(
         "code.unpicklable",

@@ -32,6 +32,18 @@ def _argparse_exit(match: re.Match) -> dict:
     return {"exception": "SystemExit", "message": match.string.strip()[:500]}
 
 
+def _keys_removed_by_a_release(text: str, frames: list[dict]):
+    """The unused keys are TrainingArguments fields that transformers 5 removed: a 4.x recipe on a 5.x install."""
+    from triage.fixes.version_fixes import removed_training_args
+
+    removed = removed_training_args(text)
+    if not removed:
+        return None
+    return ("version_mismatch", ("rename_flag", "pin_versions"),
+            f"the config sets {', '.join(removed)}, which transformers 5 removed from TrainingArguments: a recipe "
+            "written for transformers 4.x")
+
+
 RULES = [
     rule(
         "config.ctc_blank_range",
@@ -312,6 +324,7 @@ RULES = [
         ["fix_config"],
         0.85,
         "the config file holds keys that this command does not accept",
+        within=_keys_removed_by_a_release,
     ),
     rule(
         "config.fsdp_wrap",

@@ -190,6 +190,10 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         # torch's STFT that once defaulted to real output now requires return_complex: code written for an
         # older torch
         ("version_mismatch", ["fix_code", "pin_versions"], 0.5, r"requires the return_complex parameter be given"),
+        # DeepSpeed comparing what the ranks are about to do (ZeRO-3's parameter fetches) and finding rank 0 on
+        # other parameters than a peer: the ranks run different code (an evaluation or generation on the main
+        # process only)
+        ("code_bug", ["fix_code"], 0.5, r"disagreement between rank\d+ and rank\d+"),
         # an .npz archive without the array the loader asks for: the file was exported with other array names
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.5, r"is not a file in the archive"),
         # torch.topk asked for more items than the dimension has: k comes from a setting (top-k experts, top-k

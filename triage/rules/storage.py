@@ -67,9 +67,21 @@ _SHARED_MEMORY_FRAMES = re.compile(r"multiprocessing[/\\](?:synchronize|queues|h
                                    r"torch[/\\]multiprocessing[/\\]|torch[/\\]storage\.py$")
 
 
+# an NCCL WARN line from its shared-memory code ("include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No
+# space left on device")
+_NCCL_SHM = re.compile(r"NCCL WARN.{0,120}(?:posix_fallocate|shared memory|shm)|shm\.(?:h|cc)[:\d]*\s+NCCL WARN")
+
+
 def _shared_memory_full(text: str, frames: list[dict]):
     """ENOSPC raised while creating a semaphore, a queue or a shared tensor: /dev/shm is full (a container's
     64 MB default against DataLoader workers), not a disk."""
+    if _NCCL_SHM.search(text):
+        # NCCL's own shared-memory transport could not size its segment in /dev/shm (a container's 64 MB
+        # default): the communicator fails, no disk is full
+        return ("nccl_error", ("increase_shm", "set_nccl_env"),
+                "NCCL could not create its shared-memory segment in /dev/shm (no space left there): give the "
+                "container more shared memory (--shm-size, --ipc=host), or turn NCCL's shm transport off "
+                "(NCCL_SHM_DISABLE=1)")
     if not frames or not _SHARED_MEMORY_FRAMES.search(str(frames[-1].get("file", "")).replace("\\", "/")):
         return None
     return ("dataloader_worker", ("increase_shm", "reduce_dataloader_workers"),

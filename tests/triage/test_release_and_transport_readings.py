@@ -1,0 +1,65 @@
+"""Messages whose plain reading names the wrong part: a 4.x recipe on transformers 5, the Trainer's own rename
+race, NCCL's shared memory running out."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from triage import diagnose
+
+
+def _run(tmp_path, text, command=None):
+    (tmp_path / "job.log").write_text(text)
+    return diagnose([tmp_path / "job.log"], command=command)
+
+
+@pytest.mark.parametrize("keys, category", [
+    ("['logging_dir', 'overwrite_output_dir']", "version_mismatch"),
+    # current keys among them: the config was given to another command or stage
+    ("['output_dir', 'overwrite_output_dir', 'learning_rate']", "config_invalid"),
+])
+def test_unused_keys_that_transformers_5_removed(tmp_path, keys, category):
+    text = ("Traceback (most recent call last):\n"
+            '  File "/srv/bc/train_bc.py", line 40, in main\n'
+            "    args, = parser.parse_yaml_file(cfg)\n"
+            f"ValueError: Some keys are not used by the HfArgumentParser: {keys}\n")
+    result = _run(tmp_path, text, command="accelerate launch train_bc.py --overwrite_output_dir True --logging_dir logs")
+    assert result.category == category
+    if category == "version_mismatch":
+        first = result.fixes[0]
+        assert first["kind"] == "rename_flag"
+        argv = shlex.split(first["command"])
+        assert "--overwrite_output_dir" not in argv and "--logging_dir" not in argv
+
+
+@pytest.mark.parametrize("source, category", [
+    ("/runs/sft/tmp-checkpoint-100", "version_mismatch"),  # the Trainer's own rename
+    ("/runs/sft/state.tmp", "code_bug"),  # the script's own temporary file, renamed by every rank
+])
+def test_a_rename_whose_source_is_gone(tmp_path, source, category):
+    target = source.replace("tmp-checkpoint", "checkpoint").replace(".tmp", ".pt")
+    text = ("[rank3]: Traceback (most recent call last):\n"
+            '[rank3]:   File "/srv/sft/train.py", line 88, in main\n'
+            "[rank3]:     trainer.train()\n"
+            f"[rank3]: FileNotFoundError: [Errno 2] No such file or directory: '{source}' -> '{target}'\n")
+    result = _run(tmp_path, text)
+    assert result.category == category
+
+
+def test_nccls_shared_memory_segment_out_of_space_is_the_transport_not_a_disk(tmp_path):
+    text = ("node7:5122:5580 [2] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+            "node7:5122:5580 [2] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "nccl-shm-recv-a71c (size 9637888)\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/ds/train.py", line 20, in <module>\n'
+            "    engine, *_ = deepspeed.initialize(model=model)\n"
+            "RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:825, unhandled system error, "
+            "NCCL version 2.7.8\n")
+    result = _run(tmp_path, text)
+    assert result.category == "nccl_error"
+    assert result.fixes[0]["kind"] == "increase_shm"
+    # a disk that is full is still the disk
+    disk = _run(tmp_path, "OSError: [Errno 28] No space left on device: '/ckpt/step-400/model.safetensors'\n")
+    assert disk.category == "storage"

@@ -63,3 +63,18 @@ def test_nccls_shared_memory_segment_out_of_space_is_the_transport_not_a_disk(tm
     # a disk that is full is still the disk
     disk = _run(tmp_path, "OSError: [Errno 28] No space left on device: '/ckpt/step-400/model.safetensors'\n")
     assert disk.category == "storage"
+
+
+@pytest.mark.parametrize("code, category", [
+    # a library's line calling another package's function that refuses the arguments: the releases disagree
+    ('torch.distributed.init_process_group(backend="nccl", **kwargs)', "version_mismatch"),
+])
+def test_a_library_calling_another_package_with_arguments_it_refuses(tmp_path, code, category):
+    site = "/opt/env/lib/python3.10/site-packages"
+    text = ("Traceback (most recent call last):\n"
+            '  File "/srv/chat/train.py", line 12, in main\n'
+            "    accelerator = Accelerator(kwargs_handlers=[pg_kwargs])\n"
+            f'  File "{site}/accelerate/state.py", line 127, in __init__\n'
+            f"    {code}\n"
+            "TypeError: init_process_group() got multiple values for keyword argument 'backend'\n")
+    assert _run(tmp_path, text).category == category

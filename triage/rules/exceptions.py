@@ -860,6 +860,11 @@ _MODULE_GETATTR = re.compile(r"torch[/\\]nn[/\\]modules[/\\]module\.py$")
 _PACKAGE = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_][\w]*)")
 
 
+# a line calling a function of an installed package by its module path (`torch.distributed.init_process_group(`)
+_CALLS_PACKAGE = re.compile(r"\b(torch|transformers|deepspeed|accelerate|peft|trl|datasets|vllm|bitsandbytes)"
+                            r"(?:\.\w+)+\(")
+
+
 def _between_libraries(exception: str, frames: list[dict]):
     """A TypeError raised by one installed library's API (torch.distributed) when another installed
     library (DeepSpeed) called it: the two releases no longer agree on what is passed, whatever the
@@ -867,6 +872,13 @@ def _between_libraries(exception: str, frames: list[dict]):
     if exception != "TypeError" or len(frames) < 2:
         return None
     raised = _PACKAGE.search(str(frames[-1].get("file", "")))
+    called = _CALLS_PACKAGE.search(str(frames[-1].get("code", "")))
+    if raised is not None and called is not None and called.group(1) != raised.group(1) \
+            and any(not library_file(str(frame.get("file", ""))) for frame in frames):
+        # Python binds the arguments at the caller's line: a library's line calling another package's function
+        # (`torch.distributed.init_process_group(backend="nccl", **kwargs)`) that refuses them
+        return ("version_mismatch", ["pin_versions", "fix_config"], 0.4,
+                f"{raised.group(1)} called {called.group(1)} with arguments it refuses: the two releases disagree")
     caller = _PACKAGE.search(str(frames[-2].get("file", "")))
     if raised is None or caller is None or raised.group(1) == caller.group(1):
         return None

@@ -91,3 +91,12 @@ def test_a_row_split_into_another_number_of_fields(tmp_path, code, category):
     frames = [("/srv/mt/train.py", "main", "pairs = read_pairs(path)"), ("/srv/mt/pairs.py", "read_pairs", code)]
     result = _run(tmp_path, frames, "ValueError: too many values to unpack (expected 2)")
     assert result.category == category
+
+
+@pytest.mark.parametrize("function, category", [
+    ("read_episodes", "data_schema"),  # a reader of the team's own record files
+    ("read_configs", "code_bug"),  # a reader of settings is not the data
+])
+def test_a_missing_field_in_a_reader_named_for_its_records(tmp_path, function, category):
+    frames = [("/srv/rl/bc.py", "main", "eps = loader(path)"), ("/srv/rl/bc.py", function, 'if ep["ret"] >= floor:')]
+    assert _run(tmp_path, frames, "KeyError: 'ret'").category == category

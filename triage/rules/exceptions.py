@@ -21,7 +21,10 @@ from triage.rules.packages import installed_software, missing_module
 _DATA_FRAMES = re.compile(
     r"__getitem__|getitem|preprocess|collat|tokeni[sz]e(?!r)|_map_single|formatting|format_|"
     r"convert|dataset|data_?loader|load_data|build_data|fetch|__iter__|apply_chat|template|align|"
-    r"[/\\](?:data|datasets?)[/\\]|(?:read|load)_?(?:rows|records|samples|examples|jsonl?|lines|shards?|tokens)|(?<![A-Za-z])encode(?:_[a-z]+)?\b",
+    r"[/\\](?:data|datasets?)[/\\]|(?:read|load)_?(?:rows|records|samples|examples|jsonl?|lines|shards?|tokens)|(?<![A-Za-z])encode(?:_[a-z]+)?\b|"
+    # (a reader of the team's own record files, named for what they hold: read_episodes, load_pairs, parse_clips)
+    r"\b(?:read|load|parse)_(?!conf|config|settings|args|ckpt|checkpoint|model|weights|state|tokenizer|vocab|"
+    r"pretrained|adapter|lora|env|yaml|json\b)[a-z]+s\b",
     re.IGNORECASE,
 )
 # an evaluation's metric code: what fails there is the metric's own code, not the data it is handed

@@ -52,6 +52,7 @@ def test_it_cuts_a_progress_bar_that_did_not_end_its_line():
         ("ValueError", "buffer size must be a multiple of element size", "data_corrupt"),
         ("ValueError", "buffer is smaller than requested size", "data_corrupt"),
         ("RuntimeError", "disagreement between rank0 and rank1: rank0: [318, 319], rank1: [0, 1]", "code_bug"),
+        ("AssertionError", "Padding_idx must be within num_embeddings", "config_invalid"),
         ("Error", "file does not start with RIFF id", "data_corrupt"),
         ("RuntimeError", "stft(torch.FloatTensor[7615], n_fft=256, hop_length=80, win_length=1024) : expected "
                          "0 < win_length <= n_fft", "config_invalid"),

@@ -197,6 +197,9 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
         # other parameters than a peer: the ranks run different code (an evaluation or generation on the main
         # process only)
         ("code_bug", ["fix_code"], 0.5, r"disagreement between rank\d+ and rank\d+"),
+        # an embedding built with a padding id past its own rows: the model config's pad/start token id does not
+        # fit its vocab_size (a config copied from another checkpoint)
+        ("config_invalid", ["fix_config"], 0.5, r"Padding_idx must be within num_embeddings"),
         # an .npz archive without the array the loader asks for: the file was exported with other array names
         ("data_schema", ["convert_data_format", "fix_data_file"], 0.5, r"is not a file in the archive"),
         # torch.topk asked for more items than the dimension has: k comes from a setting (top-k experts, top-k

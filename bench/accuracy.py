@@ -90,6 +90,7 @@ OWN_SETS = {
     "cpu_blind42": ROOT / "tests" / "fixtures" / "cpu_blind42",
     "cpu_blind44": ROOT / "tests" / "fixtures" / "cpu_blind44",
     "cpu_blind46": ROOT / "tests" / "fixtures" / "cpu_blind46",
+    "cpu_blind47": ROOT / "tests" / "fixtures" / "cpu_blind47",
 }
 
 

@@ -397,6 +397,7 @@ def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Can
     return min(following, key=lambda tb: tb.exc_line, default=None)
 
 
+_WORKER_PID = re.compile(r"worker \(pid:? (\d{1,9})\)")
 _KILLED_PID = re.compile(r"Killed process (\d{1,9})|oom_kill_process.{0,40}\bpid[= ](\d{1,9})|task=\S+,pid=(\d{1,9})")
 
 
@@ -411,7 +412,7 @@ def _killed_worker_report(collected: Collected) -> Traceback | None:
     if not pids:
         return None
     for tb in collected.tracebacks:
-        worker = re.search(r"worker \(pid:? (\d{1,9})\)", tb.message or "")
+        worker = _WORKER_PID.search(tb.message or "")
         if worker and worker.group(1) in pids:
             return tb
     return None

@@ -23,7 +23,7 @@ from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
-from triage.fixes.common import lookup, zero_offloads
+from triage.fixes.common import config_items, lookup, zero_offloads
 from triage.fixes.config_fixes import engine_in_job
 from triage.fixes.memory_fixes import SEQ_KEYS
 from triage.fixes.version_fixes import RENAMES
@@ -202,15 +202,14 @@ def _reread(winner, verdict: Verdict, command: str | None, collected=None, confi
         meant = config_rules.models_differ_on_one_node(_one_node(cmd, command) or _part_of_a_node(
             cmd, verdict.failing_rank, _differing_ranks(collected)))
     elif winner.category == "code_bug":
-        flags = {flag.key: flag.value for flag in cmd.script_flags if flag.value is not None}
         frames = list(verdict.root_traceback.frames) if verdict.root_traceback else []
-        config_zeros = tuple(_zero_settings_on_the_line(configs, frames))
-        meant = config_rules.zero_setting(verdict.exception, flags, config_zeros) or config_rules.checkpointing_without_input_grads(
+        flag_zeros = [flag.key for flag in cmd.script_flags if (flag.value or "").strip() in ("0", "0.0")]
+        config_zeros = list(_zero_settings_on_the_line(configs, frames))
+        zeroed = config_rules.zero_setting(verdict.exception, flag_zeros, config_zeros)
+        if zeroed is not None:
+            winner = replace(winner, facts={**winner.facts, "zero_settings": (flag_zeros + config_zeros)[:3]})
+        meant = zeroed or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
-    if meant is not None and winner.category == "code_bug" and meant[0] == "config_invalid" \
-            and verdict.exception == "ZeroDivisionError":
-        zeros = [name for name, value in flags.items() if value.strip() in ("0", "0.0")] + list(config_zeros)
-        winner = replace(winner, facts={**winner.facts, "zero_settings": zeros[:3]})
     return _read_as(winner, meant)
 
 
@@ -272,30 +271,13 @@ def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[s
 def _zero_settings_on_the_line(configs, frames: list[dict]) -> dict[str, str]:
     """Settings of the job's config files that are 0 and that the raising line of the script's own code names
     (`s * warmup ** -1.5` with `warmup: 0`): {name: "0"}."""
-    own = [frame for frame in frames if not exception_rules.library_file(str(frame.get("file", "")))]
-    code = str(own[-1].get("code", "")) if own else ""
+    code = exception_rules.own_code(frames)
     if not code or not configs:
         return {}
     words = set(re.findall(r"[A-Za-z_]\w*", code))
-    found: dict[str, str] = {}
-
-    def walk(node, depth: int):
-        if depth > 12:  # (a config nested deeper than any real one is not read further)
-            return
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if isinstance(value, bool):
-                    continue
-                if isinstance(value, int | float) and value == 0 and _named_on_the_line(str(key), words):
-                    found[str(key)] = "0"
-                else:
-                    walk(value, depth + 1)
-        elif isinstance(node, list | tuple):
-            for item in node[:1000]:
-                walk(item, depth + 1)
-
-    walk(dict(configs), 0)
-    return found
+    return {str(key): "0" for key, value in config_items(dict(configs))
+            if isinstance(value, int | float) and not isinstance(value, bool) and value == 0
+            and _named_on_the_line(str(key), words)}
 
 
 def _named_on_the_line(key: str, words: set[str]) -> bool:

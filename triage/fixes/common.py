@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..commandline import LaunchCommand, Rewrite, check, job_world, normalise_key, parse_command
@@ -40,6 +41,19 @@ def is_hf_style(cmd: LaunchCommand, ctx=None) -> bool:
 
 def config_values(ctx) -> list[tuple[str, dict]]:
     return [(name, conf) for name, conf in (ctx.configs or {}).items() if isinstance(conf, dict)]
+
+
+def config_items(node, depth: int = 0):
+    """Every (key, value) of a parsed config at any depth, to a depth and breadth no real config passes."""
+    if depth > 12:
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield key, value
+            yield from config_items(value, depth + 1)
+    elif isinstance(node, list | tuple):
+        for item in node[:1000]:
+            yield from config_items(item, depth + 1)
 
 
 def training_configs(ctx) -> list[tuple[str, dict]]:

@@ -11,6 +11,7 @@ import re
 from .common import (
     Edits,
     as_int,
+    config_items,
     config_values,
     deepspeed_config,
     evidence_text,
@@ -45,7 +46,7 @@ def fix_config(ctx, kind: str) -> dict:
     edits = Edits(ctx)
     zeros = (ctx.facts or {}).get("zero_settings")
     if zeros:
-        where = [name for name, conf in config_values(ctx) if any(str(key) in zeros for key in _leaf_keys(conf))]
+        where = [name for name, conf in config_values(ctx) if any(str(key) in zeros for key, _ in config_items(conf))]
         notes = [f"{', '.join(zeros)} is 0{' in ' + ', '.join(where) if where else ''}, and the script divides by "
                  "it: give it a positive value (an interval, a count or a number of warm-up steps)"]
         return edits.fix(kind, f"Give {', '.join(zeros)} a positive value",
@@ -105,17 +106,6 @@ def engine_on_a_training_gpu(ctx, kind: str) -> dict:
     return edits.fix(kind, "Give the rollout engine its own GPU, or a smaller share of the one it shares",
                      "The inference engine and a training rank were placed on the same GPU; together they do not fit.",
                      notes=notes)
-
-
-def _leaf_keys(node, depth: int = 0) -> list:
-    """Every key of a parsed config, to a depth no real config passes."""
-    if depth > 12:
-        return []
-    if isinstance(node, dict):
-        return [*node.keys(), *[key for value in node.values() for key in _leaf_keys(value, depth + 1)]]
-    if isinstance(node, list):
-        return [key for item in node[:1000] for key in _leaf_keys(item, depth + 1)]
-    return []
 
 
 _LIMIT = re.compile(r"\b(max_length|max_seq_length|max_seq_len|cutoff_len|model_max_length|max_len|"

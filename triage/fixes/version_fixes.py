@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from triage.rules.config import removed_training_args
+
 from .common import Edits, evidence_text
 
 # old flag -> (new flag, package, version that still accepts the old one, note)
@@ -20,30 +22,6 @@ RENAMES: dict[str, tuple[str, str, str, str]] = {
     "tokenizer_name_or_path": ("tokenizer_name", "transformers", "", "examples use --tokenizer_name"),
     "max_seq_length": ("max_length", "trl", "trl<0.20", "TRL's SFTConfig renamed it (0.16+)"),
 }
-# TrainingArguments fields that transformers 4.x took and transformers 5 no longer has (a 4.x recipe's keys are
-# then "not used by the HfArgumentParser")
-REMOVED_IN_TRANSFORMERS_5 = frozenset({
-    "overwrite_output_dir", "logging_dir", "evaluation_strategy", "no_cuda", "use_mps_device", "fp16_backend",
-    "per_gpu_train_batch_size", "per_gpu_eval_batch_size", "tpu_num_cores", "push_to_hub_token", "past_index",
-    "use_ipex", "jit_mode_eval", "ray_scope", "save_safetensors", "include_tokens_per_second", "torchdynamo",
-    "split_batches", "dispatch_batches", "include_inputs_for_metrics", "use_legacy_prediction_loop",
-    "mp_parameters", "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap", "xpu_backend", "sharded_ddp",
-})
-_UNUSED_KEYS = re.compile(r"not used by the HfArgumentParser: \[([^\]]{1,2000})\]")
-
-
-def removed_training_args(text: str) -> list[str]:
-    """The keys an HfArgumentParser left unused, where all of them are ones transformers 5 removed from
-    TrainingArguments (else [])."""
-    found = _UNUSED_KEYS.search(text or "")
-    if found is None:
-        return []
-    keys = [key.strip().strip("'\"") for key in found.group(1).split(",")]
-    # (only where every unused key is one of them: a list that also holds current keys, output_dir or
-    # learning_rate, is a config given to the wrong command or stage)
-    return keys if keys and all(key in REMOVED_IN_TRANSFORMERS_5 for key in keys) else []
-
-
 _PIN = re.compile(r"\b([A-Za-z][\w.-]*)\s*(==|>=|<=|~=|!=|<|>)\s*(\d+(?:\.\d+)*[\w.]*)")
 _FROM = re.compile(r"cannot import name '[^']+' from '([\w.]+)'|No module named '([\w.]+)'")
 

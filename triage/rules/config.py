@@ -32,10 +32,32 @@ def _argparse_exit(match: re.Match) -> dict:
     return {"exception": "SystemExit", "message": match.string.strip()[:500]}
 
 
+# TrainingArguments fields that transformers 4.x took and transformers 5 no longer has (a 4.x recipe's keys are
+# then "not used by the HfArgumentParser")
+REMOVED_IN_TRANSFORMERS_5 = frozenset({
+    "overwrite_output_dir", "logging_dir", "evaluation_strategy", "no_cuda", "use_mps_device", "fp16_backend",
+    "per_gpu_train_batch_size", "per_gpu_eval_batch_size", "tpu_num_cores", "push_to_hub_token", "past_index",
+    "use_ipex", "jit_mode_eval", "ray_scope", "save_safetensors", "include_tokens_per_second", "torchdynamo",
+    "split_batches", "dispatch_batches", "include_inputs_for_metrics", "use_legacy_prediction_loop",
+    "mp_parameters", "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap", "xpu_backend", "sharded_ddp",
+})
+_UNUSED_KEYS = re.compile(r"not used by the HfArgumentParser: \[([^\]]{1,2000})\]")
+
+
+def removed_training_args(text: str) -> list[str]:
+    """The keys an HfArgumentParser left unused, where all of them are ones transformers 5 removed from
+    TrainingArguments (else [])."""
+    found = _UNUSED_KEYS.search(text or "")
+    if found is None:
+        return []
+    keys = [key.strip().strip("'\"") for key in found.group(1).split(",")]
+    # (only where every unused key is one of them: a list that also holds current keys, output_dir or
+    # learning_rate, is a config given to the wrong command or stage)
+    return keys if keys and all(key in REMOVED_IN_TRANSFORMERS_5 for key in keys) else []
+
+
 def _keys_removed_by_a_release(text: str, frames: list[dict]):
     """The unused keys are TrainingArguments fields that transformers 5 removed: a 4.x recipe on a 5.x install."""
-    from triage.fixes.version_fixes import removed_training_args
-
     removed = removed_training_args(text)
     if not removed:
         return None
@@ -484,11 +506,11 @@ def unreadable_config(exception: str | None, reads_data: bool, configs: list[str
             "a quote or a bracket wrong at the position the message gives")
 
 
-def zero_setting(exception: str | None, flags: dict[str, str], config_zeros: tuple[str, ...] = ()):
+def zero_setting(exception: str | None, flag_zeros: list[str], config_zeros: list[str] = ()):
     """A division or modulo by zero where the command sets a flag to 0 (`--save_every 0`), or a config file
     sets a setting the raising line names to 0: the setting, not the code, is what to change.
     (category, fixes, summary), or None."""
-    zeros = ["--" + name for name, value in flags.items() if value.strip() in ("0", "0.0")] + list(config_zeros)
+    zeros = ["--" + name for name in flag_zeros] + list(config_zeros)
     if exception != "ZeroDivisionError" or not zeros:
         return None
     return ("config_invalid", ("fix_config",),

@@ -736,9 +736,9 @@ def _explain(
             return ("data_pipeline", ["fix_data_file", "fix_code"], 0.3,
                     "a tensor op in the data-handling code refused what a row or batch gave it")
         return "code_bug", ["fix_code"], 0.3, "a tensor op at the script's own line refused its arguments"
-    own_class = _own_class(exception, full_name, raised_in_user_code)
+    own_class = _own_class(exception, full_name, message, in_data) if raised_in_user_code else None
     if own_class is not None:
-        return own_class(message, in_data)
+        return own_class
     if exception == "ValueError" and raised_in_user_code and _NUMBER_FROM_TEXT.search(message) \
             and _READS_NAMES.search(str(user_frames[-1].get("code", ""))):
         # `int(name.split("-")[1])` over os.listdir(): a folder holds an entry the script's naming scheme did not
@@ -783,8 +783,7 @@ def _tensor_op_at_own_line(frames: list[dict]) -> bool:
     raise of its own nor a call into torch.distributed."""
     if not frames or not called_from_user_code(frames):
         return False
-    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
-    return not _DISTRIBUTED_CALL.search(str(own[-1].get("code", "")))
+    return not _DISTRIBUTED_CALL.search(own_code(frames))
 
 
 def called_from_user_code(frames: list[dict]) -> bool:
@@ -954,18 +953,6 @@ def _by_keywords(message: str):
 _BUILTIN_CLASSES = frozenset(name for name, value in vars(builtins).items()
                              if isinstance(value, type) and issubclass(value, BaseException))
 _OWN_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Failure)$")
-# packages whose own exception classes their rules and modules already read
-_LIBRARY_PACKAGES = frozenset({
-    "torch", "transformers", "datasets", "numpy", "json", "deepspeed", "accelerate", "peft", "trl", "pyarrow",
-    "safetensors", "huggingface_hub", "yaml", "omegaconf", "hydra", "jinja2", "requests", "urllib3", "vllm", "ray",
-    "lightning", "pytorch_lightning", "tokenizers", "pandas", "PIL", "cv2", "google", "botocore", "boto3", "_pickle",
-    "pickle", "zipfile", "tarfile", "subprocess", "multiprocessing", "concurrent", "asyncio", "http", "urllib",
-    "socket", "ssl", "os", "shutil", "io", "csv", "sqlite3", "builtins", "c10", "megatron", "apex", "bitsandbytes",
-    "xformers", "flash_attn", "triton", "scipy", "sklearn", "jax", "flax", "tensorflow", "mmcv", "mmengine",
-    "detectron2", "timm", "torchvision", "torchaudio", "sentencepiece", "wandb", "mlflow", "fsspec", "s3fs",
-    "aiohttp", "httpx", "openai", "nemo", "verl", "openrlhf", "swift", "llamafactory", "axolotl", "unsloth",
-    "composer", "streaming", "webdataset", "lmdb", "h5py", "zmq", "grpc", "filelock", "packaging", "importlib",
-})
 # what a project's own exception class is about, by its name
 _OWN_CONFIG_CLASS = re.compile(r"Config|Setting|Option|Argument|Param|Hparam", re.IGNORECASE)
 _OWN_DATA_CLASS = re.compile(r"Pars(?:e|ing)|Format|Decod|Schema|Record|Row|Sample|Example|Token|Vocab|Label|"
@@ -975,28 +962,25 @@ _OWN_DATA_CLASS = re.compile(r"Pars(?:e|ing)|Format|Decod|Schema|Record|Row|Samp
 _DAMAGED_BYTES = re.compile(r"(?:\\x00){3,}|(?:\\u0000){3,}|\x00{3,}|\ufffd{3,}")
 
 
-def _own_class(exception: str, full_name: str | None, raised_in_user_code: bool):
-    """For an exception class the project defined and raised itself (not a builtin's or a library's), how its
-    name and message classify it: a function of (message, in_data), or None."""
-    if not raised_in_user_code or exception in _BUILTIN_CLASSES or not _OWN_EXCEPTION_NAME.search(exception):
+def _own_class(exception: str, full_name: str | None, message: str, in_data: bool):
+    """How the name and message of an exception class the project defined and raised itself (not a builtin's
+    or installed software's) classify it, or None."""
+    if exception in _BUILTIN_CLASSES or not _OWN_EXCEPTION_NAME.search(exception):
         return None
-    if full_name and full_name.split(".", 1)[0] in _LIBRARY_PACKAGES:
+    if full_name and installed_software(full_name):
         return None
-
-    def classify(message: str, in_data: bool):
-        if _OWN_CONFIG_CLASS.search(exception):
-            return "config_invalid", ["fix_config"], 0.4, f"the project's own {exception} about its settings"
-        if _DAMAGED_BYTES.search(message) and (in_data or _OWN_DATA_CLASS.search(exception)):
-            return ("data_corrupt", ["fix_data_file"], 0.45,
-                    f"the project's own {exception} on a value full of NUL bytes: the data file is damaged")
-        if _OWN_DATA_CLASS.search(exception):
-            return ("data_schema", ["fix_data_file", "convert_data_format", "fix_code"], 0.35,
-                    f"the project's own {exception}: a row its data code cannot read")
-        if in_data:
-            return ("data_pipeline", ["fix_data_file", "fix_code"], 0.3,
-                    f"the project's own {exception} in its data-handling code")
-        return "code_bug", ["fix_code"], 0.3, f"the project's own {exception}, raised by its code"
-    return classify
+    if _OWN_CONFIG_CLASS.search(exception):
+        return "config_invalid", ["fix_config"], 0.4, f"the project's own {exception} about its settings"
+    if _DAMAGED_BYTES.search(message) and (in_data or _OWN_DATA_CLASS.search(exception)):
+        return ("data_corrupt", ["fix_data_file"], 0.45,
+                f"the project's own {exception} on a value full of NUL bytes: the data file is damaged")
+    if _OWN_DATA_CLASS.search(exception):
+        return ("data_schema", ["fix_data_file", "convert_data_format", "fix_code"], 0.35,
+                f"the project's own {exception}: a row its data code cannot read")
+    if in_data:
+        return ("data_pipeline", ["fix_data_file", "fix_code"], 0.3,
+                f"the project's own {exception} in its data-handling code")
+    return "code_bug", ["fix_code"], 0.3, f"the project's own {exception}, raised by its code"
 
 
 def _by_module(full_name: str | None, frames: list[dict]):

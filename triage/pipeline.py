@@ -23,7 +23,7 @@ from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
-from triage.fixes.common import config_items, lookup, zero_offloads
+from triage.fixes.common import config_items, lookup, training_configs, zero_offloads
 from triage.fixes.config_fixes import engine_in_job
 from triage.fixes.memory_fixes import SEQ_KEYS
 from triage.fixes.version_fixes import RENAMES
@@ -210,6 +210,11 @@ def _reread(winner, verdict: Verdict, command: str | None, collected=None, confi
             winner = replace(winner, facts={**winner.facts, "zero_settings": (flag_zeros + config_zeros)[:3]})
         meant = zeroed or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
+        if meant is None and exception_rules.own_model_raised(frames):
+            sizes = _size_settings(configs)
+            meant = config_rules.sizes_set_by_config(winner.rule_id, verdict.message, sizes)
+            if meant is not None:
+                winner = replace(winner, facts={**winner.facts, "size_settings": sizes[:4]})
     return _read_as(winner, meant)
 
 
@@ -278,6 +283,30 @@ def _zero_settings_on_the_line(configs, frames: list[dict]) -> dict[str, str]:
     return {str(key): "0" for key, value in config_items(dict(configs))
             if isinstance(value, int | float) and not isinstance(value, bool) and value == 0
             and _named_on_the_line(str(key), words)}
+
+
+def _size_settings(configs) -> list[str]:
+    """The settings of the job's training configs that size a layer or a tensor (integers or lists of them),
+    the model's own section first (`model: {edge_dim: 6}` before `data: {image_size: 128}`)."""
+    found: list[tuple[bool, str]] = []
+
+    def walk(node, in_model: bool, depth: int) -> None:
+        if depth > 8 or not isinstance(node, Mapping):
+            return
+        for key, value in list(node.items())[:500]:
+            name = str(key)
+            sized = isinstance(value, int) and not isinstance(value, bool) or (
+                isinstance(value, list) and value and all(isinstance(item, int) for item in value))
+            if sized and config_rules.SIZE_KEY.search(name) and not config_rules.NOT_A_LAYER_SIZE.search(name):
+                found.append((not in_model, name))
+            walk(value, in_model or bool(_MODEL_SECTION.search(name)), depth + 1)
+
+    for _, conf in training_configs(fix_builders.FixContext(category="", configs=configs or {})):
+        walk(conf, False, 0)
+    return list(dict.fromkeys(name for _, name in sorted(found, key=lambda item: item[0])))
+
+
+_MODEL_SECTION = re.compile(r"model|net|arch|encoder|decoder|backbone|head", re.IGNORECASE)
 
 
 def _named_on_the_line(key: str, words: set[str]) -> bool:

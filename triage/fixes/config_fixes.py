@@ -22,6 +22,7 @@ from .common import (
 from .host_fixes import host_memory
 from .memory_fixes import SEQ_KEYS
 
+_SIZES_IN_MESSAGE = re.compile(r"\d+x\d+|(?<=\()\d+(?=\))")
 _DS_BATCH = re.compile(r"(\d+)\s*!=\s*(\d+)\s*\*\s*(\d+)\s*\*\s*(\d+)")
 
 
@@ -51,6 +52,18 @@ def fix_config(ctx, kind: str) -> dict:
                  "it: give it a positive value (an interval, a count or a number of warm-up steps)"]
         return edits.fix(kind, f"Give {', '.join(zeros)} a positive value",
                          "A setting of 0 reaches a division in the script.", notes=notes)
+    sizes = (ctx.facts or {}).get("size_settings")
+    if sizes:
+        values = {str(key): value for _, conf in config_values(ctx) for key, value in config_items(conf)}
+        shown = ", ".join(f"{name}: {values[name]}" for name in sizes if name in values)
+        clash = _SIZES_IN_MESSAGE.findall(ctx.message or "")
+        notes = [f"the job's config sizes the model with {shown}",
+                 f"the sizes that disagree: {' against '.join(clash[:2])}" if clash else
+                 "the message gives the two sizes that disagree",
+                 "set the setting that sizes this layer to what the data (or the setting it depends on) gives, "
+                 "or derive it from the data when the model is built"]
+        return edits.fix(kind, f"Make {', '.join(sizes[:2])} agree with the data",
+                         "A size setting of the config does not fit the tensors the data gives.", notes=notes)
     named = re.findall(r"`([\w.]+)`|'([\w.]+)'", text)
     keys = [a or b for a, b in named][:3]
     notes = [f"the error names: {', '.join(keys)}"] if keys else []

@@ -518,6 +518,27 @@ def zero_setting(exception: str | None, flag_zeros: list[str], config_zeros: lis
             "(an interval, a count or a ratio): give it a positive value")
 
 
+# a setting that sizes a layer or a tensor (edge_dim, image_size, hidden, in_channels, hop_length, upsample_rates)
+SIZE_KEY = re.compile(r"(?:^|_)(?:dim|dims|size|hidden|channels?|features?|width|embd|embed|hop|rates?|d_model|"
+                      r"units|filters|patch|mels|bins)(?:_|$)", re.IGNORECASE)
+NOT_A_LAYER_SIZE = re.compile(r"batch|step|epoch|seed|worker|save|log|eval|warmup|accum|port|timeout|^sample_rate$|"
+                              r"learning_rate|^lr$|_lr$|ring|cache|buffer|shard|chunk|vocab", re.IGNORECASE)
+_SIZE_CLASH = re.compile(r"shapes cannot be multiplied|must match the size of tensor \w+ \(\d+\)")
+
+
+def sizes_set_by_config(rule_id: str | None, message: str | None, size_settings: list[str]):
+    """Tensor sizes that do not fit each other inside the team's own model (a Linear fed more features than it
+    was built for, an output and its target of different lengths), in a job whose config sizes the layers: one
+    size setting disagrees with the data or with another setting (edge_dim against the feature set, image_size
+    against the images, upsampling against the hop). (category, fixes, summary) or None."""
+    if rule_id != "code.shapes" or not size_settings or not _SIZE_CLASH.search(message or ""):
+        return None
+    return ("config_invalid", ("fix_config", "fix_code"),
+            "the model's layers are sized by the job's config, and one size setting "
+            f"({', '.join(size_settings[:4])}) does not fit what the data or another setting gives: set it to "
+            "the size the message shows, or derive it from the data")
+
+
 _CHECKPOINTING_FLAG = re.compile(r"^(?:gradient_checkpointing|grad_ckpt|grad_checkpointing|activation_checkpointing|"
                                  r"gradient_checkpoint|use_gradient_checkpointing)$")
 

@@ -396,6 +396,17 @@ def own_code(frames: list[dict]) -> str:
     return str(own[-1].get("code", "")) if own else ""
 
 
+# torch's own layers and ops, which a model's forward calls into (not a library's model code)
+_TORCH_LAYERS = re.compile(r"[/\\]torch[/\\](?:nn|_tensor|functional|autograd|_dynamo|utils|overrides)")
+
+
+def own_model_raised(frames: list[dict]) -> bool:
+    """Below torch's layers and ops, the innermost frame is the script's own code (its model's forward, its
+    loss), not a library's model."""
+    inner = [frame for frame in frames if not _TORCH_LAYERS.search(str(frame.get("file", "")))]
+    return bool(inner) and not library_file(str(inner[-1].get("file", "")))
+
+
 def _names_from_a_value(module: str, frames: list[dict]) -> bool:
     """The script's own line is `getattr(torch, <not a literal>)`: the name came from a setting."""
     code = own_code(frames)

@@ -1,0 +1,72 @@
+"""Tensor sizes that disagree inside the team's own model, in a job whose config sizes its layers: a size
+setting is wrong (config_invalid, fix_config naming the settings); without such a config it stays a code bug."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from triage import diagnose
+
+SITE = "/opt/env/lib/python3.11/site-packages"
+
+
+def _log(own: list[tuple[str, str, str]], error: str) -> str:
+    lines = ["[rank1]: Traceback (most recent call last):"]
+    for path, function, code in own:
+        lines += [f'[rank1]:   File "{path}", line 57, in {function}', f"[rank1]:     {code}"]
+    lines += [f'[rank1]:   File "{SITE}/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl',
+              "[rank1]:     return self._call_impl(*args, **kwargs)",
+              f'[rank1]:   File "{SITE}/torch/nn/modules/linear.py", line 134, in forward',
+              "[rank1]:     return F.linear(input, self.weight, self.bias)",
+              f"[rank1]: {error}"]
+    return "\n".join(lines) + "\n"
+
+
+OWN = [("/work/teams/orbit/fit_net.py", "main", "loss = step(net, batch)"),
+       ("/work/teams/orbit/orbit/net.py", "forward", "h = self.proj(torch.cat([x, feats], dim=-1))")]
+MATMUL = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x40 and 36x128)"
+ELEMENTWISE = ("RuntimeError: The size of tensor a (960) must match the size of tensor b (1200) "
+               "at non-singleton dimension 1")
+
+
+@pytest.mark.parametrize("error", [MATMUL, ELEMENTWISE])
+def test_a_size_mismatch_in_the_own_model_of_a_sized_config_is_the_config(tmp_path, error):
+    log = tmp_path / "fit.log"
+    log.write_text(_log(OWN, error))
+    conf = tmp_path / "orbit.json"
+    conf.write_text(json.dumps({"data": {"batch_size": 16, "frame_size": 32},
+                                "net": {"feat_dim": 4, "hidden": 128, "layers": 2}, "train": {"max_steps": 9}}))
+    result = diagnose([log], command="torchrun --nproc_per_node 2 fit_net.py --config orbit.json",
+                      config_paths=[conf])
+    assert result.category == "config_invalid"
+    first = result.fixes[0]
+    assert first["kind"] == "fix_config"
+    # the model's own section first; the batch size is not a layer's size
+    assert first["title"] == "Make feat_dim, hidden agree with the data"
+    assert "batch_size" not in " ".join(first["notes"])
+    assert [fix["kind"] for fix in result.fixes][:2] == ["fix_config", "fix_code"]
+
+
+def test_without_a_config_that_sizes_layers_it_stays_a_code_bug(tmp_path):
+    log = tmp_path / "fit.log"
+    log.write_text(_log(OWN, MATMUL))
+    conf = tmp_path / "orbit.json"
+    conf.write_text(json.dumps({"train": {"batch_size": 16, "max_steps": 9, "lr": 0.001}}))
+    result = diagnose([log], command="torchrun --nproc_per_node 2 fit_net.py --config orbit.json",
+                      config_paths=[conf])
+    assert result.category == "code_bug"
+    assert result.fixes[0]["kind"] == "fix_code"
+
+
+def test_a_mismatch_inside_a_library_model_is_not_read_as_the_config(tmp_path):
+    library = [("/work/teams/orbit/fit_net.py", "main", "out = model(**batch)"),
+               (f"{SITE}/transformers/models/bert/modeling_bert.py", "forward", "h = self.dense(hidden_states)")]
+    log = tmp_path / "fit.log"
+    log.write_text(_log(library, MATMUL))
+    conf = tmp_path / "orbit.json"
+    conf.write_text(json.dumps({"net": {"feat_dim": 4, "hidden": 128}}))
+    result = diagnose([log], command="torchrun --nproc_per_node 2 fit_net.py --config orbit.json",
+                      config_paths=[conf])
+    assert result.category != "config_invalid"

@@ -628,6 +628,11 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         # sequence many times the usual length, a row of a packed shard); that row, and the length limit, first
         # (where the script's own line made the allocation, its buffer and the batch come first: _by_evidence)
         kinds = _to_front(kinds, "fix_data_file", "reduce_seq_len")
+    if winner.category == "model_load" and winner.rule_id in _SHAPE_LOADS \
+            and _only_some_ranks_loaded_another_shape(collected, verdict, winner):
+        # every rank builds the same model from the same settings: where only some ranks (one node's) find the
+        # checkpoint of another shape, their copy of the file is another model's (a stale or unsynced folder)
+        kinds = _to_front(kinds, "fix_path")
     if winner.category == "numerical" and _one_rank_went_non_finite(collected, verdict, world_size):
         # the ranks of a data-parallel job hold the same weights: a loss that is not finite on one rank only
         # may have come from that rank's batch (a value the transform cannot take, an empty sequence pooled to
@@ -713,6 +718,24 @@ def _one_rank_refused_an_allocation(collected, verdict: Verdict, winner, world_s
     ranks = {hit.rank for hit in collected.hits if hit.rule.category == "host_oom" and hit.rule.role == "root"}
     ranks |= {tb.rank for tb in collected.tracebacks if tb.exception == "MemoryError"}
     return ranks - {None} == {rank}
+
+
+_SHAPE_LOADS = ("model_load.state_dict", "model_load.vocab_size", "model_load.head_size_mismatch")
+
+
+def _only_some_ranks_loaded_another_shape(collected, verdict: Verdict, winner) -> bool:
+    """Of several ranks whose output is in the log, only some (the failing rank among them) found the checkpoint
+    of another shape; the others printed lines but no such error."""
+    rank = verdict.failing_rank
+    seen = {track for track in collected.tracks if track is not None}
+    another_shape = winner.rule_id != "model_load.state_dict" or "size mismatch" in (verdict.message or "")
+    if rank is None or len(seen) < 2 or not another_shape:
+        return False
+    loaded = {hit.rank for hit in collected.hits if hit.rule.id == winner.rule_id}
+    loaded |= {tb.rank for tb in collected.tracebacks if tb.exception == verdict.exception
+               and tb.message and "size mismatch" in tb.message}
+    loaded -= {None}
+    return rank in loaded and bool(seen - loaded)
 
 
 def _offloads_to_cpu(configs: dict) -> bool:

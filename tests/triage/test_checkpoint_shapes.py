@@ -31,3 +31,32 @@ def test_rows_a_whole_multiple_apart_are_a_parallel_size_not_added_tokens(tmp_pa
     kinds = [fix["kind"] for fix in result.fixes]
     assert (result.category, kinds[0]) == ("model_load", first)
     assert "fix_config" in kinds  # added tokens may be a setting too (a framework's resize flag)
+
+
+def _ranked(rank: int, text: str) -> str:
+    return "".join(f"[rank{rank}]: {line}\n" for line in text.splitlines())
+
+
+WIDER = LOAD.replace("{saved}, 2048", "{saved}, 96").replace("{current}, 2048", "{current}, 64").replace(
+    "model.embedding.word_embeddings.weight", "encoder.proj.weight")
+
+
+def test_a_checkpoint_of_another_shape_on_some_ranks_only_is_their_copy_of_the_file(tmp_path):
+    # ranks 2 and 3 (the second node) find another model's checkpoint; ranks 0 and 1 load theirs and wait
+    log = tmp_path / "job.log"
+    own = _ranked(2, WIDER.format(saved=512, current=512)) + _ranked(3, WIDER.format(saved=512, current=512))
+    peers = "".join(f"[rank{rank}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Read "
+                    "error [10.4.0.12]:40611: Connection reset by peer\n" for rank in (0, 1))
+    log.write_text(peers + own)
+    result = diagnose([log], command="torchrun --nnodes 2 --nproc_per_node 2 fit.py --resume ckpt/last.pt")
+    assert (result.category, result.rule_id) == ("model_load", "model_load.state_dict")
+    assert result.failing_rank == 2
+    assert result.fixes[0]["kind"] == "fix_path"
+
+
+def test_a_checkpoint_of_another_shape_on_every_rank_keeps_the_settings_first(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text("".join(_ranked(rank, WIDER.format(saved=512, current=512)) for rank in range(4)))
+    result = diagnose([log], command="torchrun --nnodes 2 --nproc_per_node 2 fit.py --resume ckpt/last.pt")
+    assert (result.category, result.rule_id) == ("model_load", "model_load.state_dict")
+    assert result.fixes[0]["kind"] != "fix_path"

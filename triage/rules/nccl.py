@@ -80,6 +80,19 @@ RULES = [
         facts=_timeout,
     ),
     rule(
+        # the heartbeat monitor: the watchdog thread itself made no progress for the heartbeat timeout (a collective
+        # or a CUDA call hung so long that the watchdog blocked), and the monitor ends the process
+        "nccl.watchdog_stuck",
+        "nccl_timeout",
+        ROOT,
+        ["watchdog got stuck", "due to ProcessGroupNCCL watchdog hang"],
+        r"ProcessGroupNCCL's watchdog got stuck for \d+ seconds|due to ProcessGroupNCCL watchdog hang",
+        ["increase_timeout", "set_nccl_env"],
+        0.5,
+        "the NCCL watchdog itself hung (a collective or a CUDA call blocked it) until the heartbeat monitor "
+        "ended the process",
+    ),
+    rule(
         "nccl.duplicate_gpu",
         "nccl_error",
         ROOT,

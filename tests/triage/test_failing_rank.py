@@ -643,3 +643,22 @@ def test_ray_trains_driver_wrapper_is_never_the_root_and_its_re_raise_names_the_
     assert result.root_cause.exception == "ZeroDivisionError"
     assert result.category == "code_bug"
     assert result.failing_rank == 1
+
+
+def test_a_rank_whose_gloo_pair_was_closed_after_a_timeout_was_waiting_not_stalled(tmp_path):
+    # rank 2 timed out waiting for a recv; rank 1's pair was closed by that timeout; rank 0 (validating on its own)
+    # printed nothing: it is the rank the others waited for
+    lines = [f"12:00:0{rank} [ocr][rank{rank}] epoch 0 step 8 loss 3.{rank}" for rank in range(3)]
+    lines += ["[rank1]: Traceback (most recent call last):",
+              '[rank1]:   File "/srv/ocr/fit.py", line 90, in run',
+              "[rank1]:     loss.backward()",
+              "[rank1]: RuntimeError: Application timeout caused pair closure",
+              "[rank2]: Traceback (most recent call last):",
+              '[rank2]:   File "/srv/ocr/fit.py", line 88, in run',
+              "[rank2]:     out = model(x)",
+              "[rank2]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+              "waiting 15000ms for recv operation to complete"]
+    log = write(tmp_path / "fit.log", "\n".join(lines) + "\n")
+    result = diagnose([log], command="torchrun --nproc_per_node 3 fit.py")
+    assert result.category == "nccl_timeout"
+    assert result.failing_rank == 0

@@ -26,12 +26,15 @@ RULES = [
             "SIGTERM",
             "Connection refused",
             "ssh exited with exit code",
+            "Application timeout caused pair closure",
         ],
         r"Connection closed by peer|Connection reset by peer|remote worker crash|remote process exit|Broken pipe|"
         r"ncclRemoteError|"
         r"communicator was aborted|ProcessGroup\w* is aborted|Received \d+ death signal|"
         r"taking the entire process down|Some NCCL operations have failed|ChildFailedError|closing signal SIG|"
-        r"SIGTERM|Connection refused|pdsh@\S+: \S+: ssh exited with exit code",
+        r"SIGTERM|Connection refused|pdsh@\S+: \S+: ssh exited with exit code|"
+        # gloo closing a waiting rank's pair after a timeout: that rank was waiting, not the one that stalled
+        r"Application timeout caused pair closure",
         (),
         0.0,
         "a consequence of another rank's failure",

@@ -33,6 +33,7 @@ from triage.nodeoffsets import node_offsets
 from triage.progress import furthest, phase_of_frames
 from triage.rules import DEFAULT_FIXES, rereads
 from triage.rules import config as config_rules
+from triage.rules import data as data_rules
 from triage.rules import exceptions as exception_rules
 from triage.rules import numerical as numerical_rules
 from triage.sources import open_sources
@@ -116,6 +117,8 @@ def _build(
     winner = _reread_past_positions(winner, verdict, command, configs)
     winner = _reread_label_count(winner, verdict, command, configs)
     winner = _reread_resumed_checkpoint(winner, verdict, command)
+    if winner is not None and winner.category == "data_schema" and data_sample is not None:
+        winner = _read_as(winner, data_rules.header_among_rows(verdict.message, data_sample))
     if winner is None:
         category, confidence, kinds, facts, rule_id = "unknown", UNKNOWN_CONFIDENCE, [], {}, None
     else:

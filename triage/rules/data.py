@@ -609,3 +609,22 @@ RULES = [
         "the data file or dataset the run names does not exist at that path",
     ),
 ]
+
+
+# the value a number conversion refused, as Python and pandas quote it
+_REFUSED_VALUE = re.compile(r"(?:could not convert string to float|invalid literal for int\(\) with base \d+): "
+                            r"'([^']{1,80})'")
+
+
+def header_among_rows(message: str | None, sample) -> tuple[str, tuple[str, ...], str] | None:
+    """A number conversion that refused a column's own name (`could not convert string to float: 'I1'`), where the
+    data sample's records have that column: the file repeats its header line among its rows (parts concatenated
+    with their headers). (category, fixes, summary) or None."""
+    found = _REFUSED_VALUE.search(message or "")
+    rows = sample if isinstance(sample, list) else [sample]
+    columns = {str(key) for row in rows[:50] if isinstance(row, dict) for key in row}
+    if found is None or found.group(1) not in columns:
+        return None
+    return ("data_corrupt", ("fix_data_file", "convert_data_format"),
+            f"the file repeats its header line among its rows (parts concatenated with their headers): the column "
+            f"name '{found.group(1)}' is read as a value; drop the repeated header lines")

@@ -51,6 +51,7 @@ _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
                               r"could not convert string to float: ")
 # a record id: a short prefix and a number ('p00827', 'doc-1942', 'q_77301'), no dots (never a weight's name)
+_TABLE_LIBRARY = re.compile(r"[/\\](?:pandas|pyarrow|polars)[/\\]")
 _RECORD_ID_KEY = re.compile(r"^'[A-Za-z]{1,8}[-_:#]?\d{3,12}'$")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York'), or a
 # single character (a letter or digit missing from a character vocabulary)
@@ -677,7 +678,9 @@ def _explain(
         return ("data_schema", ["convert_data_format", "fix_data_file"], 0.45,
                 "a field of the records has another type than the trainer expects")
     # (a reward function reads the dataset's answer column: its rows are data too)
-    in_rows = in_data or any(_REWARD_FRAME.search(str(frame.get("function", ""))) for frame in user_frames[-2:])
+    # (or a table's column converted by pandas/pyarrow: `df[cols].astype("float32")` meets the file's text)
+    in_rows = in_data or any(_REWARD_FRAME.search(str(frame.get("function", ""))) for frame in user_frames[-2:]) \
+        or any(_TABLE_LIBRARY.search(str(frame.get("file", ""))) for frame in frames[-6:])
     if in_rows and exception in ("TypeError", "ValueError") and _TEXT_FOR_NUMBER.search(message.strip()):
         return ("data_schema", ["fix_data_file", "convert_data_format"], 0.4,
                 "a row holds text where the data code expects a number")

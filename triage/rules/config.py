@@ -68,6 +68,19 @@ def _keys_removed_by_a_release(text: str, frames: list[dict]):
 
 RULES = [
     rule(
+        "config.image_size_mismatch",
+        "config_invalid",
+        ROOT,
+        ["doesn't match model ("],
+        # a vision model's patch embedding refusing images of another size than its config's image_size: the
+        # job resizes (or its processor crops) to a size the model was not built for
+        r"Input image size \(\d+\s?\*\s?\d+\) doesn't match model \(\d+\s?\*\s?\d+\)",
+        ["fix_config", "fix_data_file"],
+        0.75,
+        "the images reach the vision model at another size than its config's image_size: make the job's resize "
+        "(or the image processor's size) and the model's image_size agree",
+    ),
+    rule(
         "config.ctc_blank_range",
         "config_invalid",
         ROOT,

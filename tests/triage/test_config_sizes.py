@@ -70,3 +70,41 @@ def test_a_mismatch_inside_a_library_model_is_not_read_as_the_config(tmp_path):
     result = diagnose([log], command="torchrun --nproc_per_node 2 fit_net.py --config orbit.json",
                       config_paths=[conf])
     assert result.category != "config_invalid"
+
+
+STACK = ("RuntimeError: stack expects each tensor to be equal size, but got [64, 8] at entry 0 and [64, 24] "
+         "at entry 1")
+
+
+def _stack_log(frames: list[tuple[str, str, str]]) -> str:
+    lines = ["[rank0]: Traceback (most recent call last):"]
+    for path, function, code in frames:
+        lines += [f'[rank0]:   File "{path}", line 40, in {function}', f"[rank0]:     {code}"]
+    return "\n".join([*lines, f"[rank0]: {STACK}"]) + "\n"
+
+
+FORWARD = [("/work/teams/ads/fit.py", "main", "out = net(dense, cats)"),
+           (f"{SITE}/torch/nn/modules/module.py", "_call_impl", "return forward_call(*args, **kwargs)"),
+           ("/work/teams/ads/ads/net.py", "forward", "z = torch.stack([d] + [t(c) for t in self.tables], 1)")]
+
+
+@pytest.mark.parametrize("conf, category, first", [
+    ({"model": {"table_dim": 24, "dense_layers": [32, 8]}}, "config_invalid", "fix_config"),
+    ({"train": {"lr": 0.01, "max_steps": 5}}, "code_bug", "fix_code"),
+])
+def test_a_stack_in_the_own_models_forward_is_not_the_collate(tmp_path, conf, category, first):
+    log = tmp_path / "fit.log"
+    log.write_text(_stack_log(FORWARD))
+    path = tmp_path / "ads.json"
+    path.write_text(json.dumps(conf))
+    result = diagnose([log], command="torchrun --nproc_per_node 2 fit.py --config ads.json", config_paths=[path])
+    assert (result.category, result.fixes[0]["kind"]) == (category, first)
+
+
+def test_a_stack_in_the_default_collate_stays_the_batchs_samples(tmp_path):
+    collate = [("/work/teams/ads/fit.py", "main", "for batch in loader:"),
+               (f"{SITE}/torch/utils/data/_utils/collate.py", "collate", "return torch.stack(batch, 0, out=out)")]
+    log = tmp_path / "fit.log"
+    log.write_text(_stack_log(collate))
+    result = diagnose([log], command="torchrun --nproc_per_node 2 fit.py")
+    assert result.category == "data_pipeline"

@@ -536,7 +536,8 @@ SIZE_KEY = re.compile(r"(?:^|_)(?:dim|dims|size|hidden|channels?|features?|width
                       r"units|filters|patch|mels|bins)(?:_|$)", re.IGNORECASE)
 NOT_A_LAYER_SIZE = re.compile(r"batch|step|epoch|seed|worker|save|log|eval|warmup|accum|port|timeout|^sample_rate$|"
                               r"learning_rate|^lr$|_lr$|ring|cache|buffer|shard|chunk|vocab", re.IGNORECASE)
-_SIZE_CLASH = re.compile(r"shapes cannot be multiplied|must match the size of tensor \w+ \(\d+\)")
+_SIZE_CLASH = re.compile(r"shapes cannot be multiplied|must match the size of tensor \w+ \(\d+\)|"
+                         r"stack expects each tensor to be equal size")
 
 
 def sizes_set_by_config(rule_id: str | None, message: str | None, size_settings: list[str]):
@@ -544,7 +545,8 @@ def sizes_set_by_config(rule_id: str | None, message: str | None, size_settings:
     was built for, an output and its target of different lengths), in a job whose config sizes the layers: one
     size setting disagrees with the data or with another setting (edge_dim against the feature set, image_size
     against the images, upsampling against the hop). (category, fixes, summary) or None."""
-    if rule_id != "code.shapes" or not size_settings or not _SIZE_CLASH.search(message or ""):
+    if rule_id not in ("code.shapes", "data.collate_ragged") or not size_settings \
+            or not _SIZE_CLASH.search(message or ""):
         return None
     return ("config_invalid", ("fix_config", "fix_code"),
             "the model's layers are sized by the job's config, and one size setting "

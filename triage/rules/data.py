@@ -54,6 +54,17 @@ def _ragged_rows(text: str, frames: list[dict]):
             "into one tensor")
 
 
+def _stacked_in_a_forward(text: str, frames: list[dict]):
+    """The stack is the script's own model's forward (its tensors, sized by its layers), not the collate of a
+    batch's samples: tensors the model built at unequal sizes."""
+    own = [frame for frame in frames if not library_file(str(frame.get("file", "")))]
+    if not own or own[-1] is not frames[-1] or str(own[-1].get("function", "")) != "forward":
+        return None
+    return ("code_bug", ("fix_code", "fix_config"),
+            "the model's own forward stacks tensors of unequal sizes (two of its layers or embeddings are built "
+            "at different widths)")
+
+
 CACHE_RACE_MEANING = (
     "data_pipeline", ("fix_path", "fix_code"),
     "two processes built the same datasets cache at once (a cache shared between nodes, or ranks not waiting for "
@@ -191,6 +202,7 @@ RULES = [
         ["fix_code", "fix_data_file", "convert_data_format"],
         0.93,
         "samples of unequal size reached the default collate, which cannot stack them into one batch",
+        within=_stacked_in_a_forward,
     ),
     rule(
         "data.cast_columns",

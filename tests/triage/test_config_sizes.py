@@ -108,3 +108,26 @@ def test_a_stack_in_the_default_collate_stays_the_batchs_samples(tmp_path):
     log.write_text(_stack_log(collate))
     result = diagnose([log], command="torchrun --nproc_per_node 2 fit.py")
     assert result.category == "data_pipeline"
+
+
+def _positions_log(code: str) -> str:
+    return "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/work/teams/clips/fit_hf.py", line 77, in <module>',
+        "    trainer.train()",
+        f'  File "{SITE}/transformers/models/vivid/modeling_vivid.py", line 121, in forward',
+        f"    {code}",
+        "RuntimeError: The size of tensor a (392) must match the size of tensor b (196) at non-singleton dimension 1",
+    ]) + "\n"
+
+
+@pytest.mark.parametrize("code, category", [
+    # a vision model adds its whole grid of patch positions: the clips have more frames than its config
+    ("embeddings = embeddings + self.position_embeddings.type_as(embeddings)", "config_invalid"),
+    # a text model looks its positions up by id: a row longer than the model's positions
+    ("embeddings = inputs_embeds + self.position_embeddings(position_ids)", "data_pipeline"),
+])
+def test_a_patch_grid_overrun_is_the_jobs_size_not_a_long_row(tmp_path, code, category):
+    log = tmp_path / "fit.log"
+    log.write_text(_positions_log(code))
+    assert diagnose([log]).category == category

@@ -21,6 +21,9 @@ def _optimizer_state_of_another_model(frames: list[dict]):
 
 # (BERT-style models keep a token_type_ids buffer of max_position_embeddings and expand it to the input)
 _POSITIONS = re.compile(r"position|embed_pos|pos_emb|positions\b|buffered_token_type_ids", re.IGNORECASE)
+# a vision model adding its whole table of patch positions (a grid fixed by image_size / num_frames), not looking
+# positions up by id as a text model does: `embeddings + self.position_embeddings`
+_PATCH_GRID = re.compile(r"\+\s*self\.position_embeddings?(?!\s*\()\b")
 _MODELING_FILE = re.compile(r"modeling_\w+\.py$|[/\\]models?[/\\]")
 
 
@@ -31,6 +34,12 @@ def _shapes_within(text: str, frames: list[dict]):
     other_state = _optimizer_state_of_another_model(frames)
     if other_state is not None:
         return other_state
+    if frames and _MODELING_FILE.search(str(frames[-1].get("file", ""))) \
+            and _PATCH_GRID.search(str(frames[-1].get("code", ""))) and "must match the size of tensor" in text:
+        return ("config_invalid", ("fix_config", "fix_data_file"),
+                "the inputs reach the vision model as more (or fewer) patches than its position grid holds: the "
+                "job's image size or frame count differs from the model config's (image_size, num_frames); make "
+                "them agree")
     if frames and _MODELING_FILE.search(str(frames[-1].get("file", ""))) \
             and _POSITIONS.search(str(frames[-1].get("code", ""))) \
             and ("must match the size of tensor" in text or "must match the existing size" in text):

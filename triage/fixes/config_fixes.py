@@ -44,6 +44,8 @@ def fix_config(ctx, kind: str) -> dict:
         return one_checkpointing(ctx, kind)
     if _WORKERLESS.search(text):
         return workerless_loader(ctx, kind, _WORKERLESS.search(text).group(1))
+    if ctx.rule_id == "config.no_model_columns" and ctx.category == "config_invalid":
+        return keep_raw_columns(ctx, kind)
     edits = Edits(ctx)
     zeros = (ctx.facts or {}).get("zero_settings")
     if zeros:
@@ -252,3 +254,15 @@ def without_fp16(ctx, kind: str) -> dict:
                      "The CUDA fault appears only in the half-precision path (e.g. misaligned fp16 kernels when "
                      "a model dimension is not a multiple of 8).",
                      notes=["if it trains without fp16, pad the model dimensions to multiples of 8 or use bf16"])
+
+
+def keep_raw_columns(ctx, kind: str) -> dict:
+    """The Trainer dropped the raw columns the job's collator builds the inputs from: keep them."""
+    edits = Edits(ctx)
+    edits.set(("remove_unused_columns",), False, in_code="TrainingArguments(..., remove_unused_columns=False)")
+    return edits.fix(kind, "Keep the dataset's columns for the collator (remove_unused_columns false)",
+                     "The Trainer drops every column its model's forward does not name, before the collator runs.",
+                     notes=["the collator (or a transform) turns the raw columns into the model's inputs: the "
+                            "Trainer must hand it the columns",
+                            "or map the raw columns into the model's inputs (pixel_values, input_ids, labels) "
+                            "before training"])

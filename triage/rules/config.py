@@ -66,7 +66,32 @@ def _keys_removed_by_a_release(text: str, frames: list[dict]):
             "written for transformers 4.x")
 
 
+def _no_columns_left(text: str, frames: list[dict]):
+    """The Trainer found no column its model takes. With none ignored either, the dataset has no columns at all:
+    a filter or map left it empty, which is the data's (the filter's limits are the setting to change)."""
+    if re.search(r"The following columns have been ignored: \[\s*\]", text):
+        return ("data_pipeline", ("fix_config", "fix_data_file"),
+                "the dataset reaching the Trainer has no columns at all: a filter or map left it empty (relax the "
+                "filter's limits, or check the data it reads)")
+    return None
+
+
 RULES = [
+    rule(
+        "config.no_model_columns",
+        "config_invalid",
+        ROOT,
+        ["No columns in the dataset match the model's forward method signature"],
+        # the Trainer drops every column its model's forward does not name (remove_unused_columns): raw columns
+        # (image, text) that the job's collator was meant to turn into inputs are all dropped before it runs
+        r"No columns in the dataset match the model's forward method signature",
+        ["fix_config", "fix_code"],
+        0.8,
+        "the Trainer dropped every dataset column because none is an argument of the model's forward: keep them "
+        "for the collator that builds the inputs (remove_unused_columns=False), or map the raw columns into the "
+        "model's inputs first",
+        within=_no_columns_left,
+    ),
     rule(
         "config.image_size_mismatch",
         "config_invalid",

@@ -23,7 +23,7 @@ from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
-from triage.fixes.common import config_items, lookup, training_configs, zero_offloads
+from triage.fixes.common import config_items, deepspeed_config, lookup, training_configs, zero_offloads
 from triage.fixes.config_fixes import engine_in_job
 from triage.fixes.memory_fixes import SEQ_KEYS
 from triage.fixes.version_fixes import RENAMES
@@ -213,6 +213,10 @@ def _reread(winner, verdict: Verdict, command: str | None, collected=None, confi
             winner = replace(winner, facts={**winner.facts, "zero_settings": (flag_zeros + config_zeros)[:3]})
         meant = zeroed or config_rules.checkpointing_without_input_grads(
             winner.rule_id, verdict.message, {flag.key for flag in cmd.script_flags})
+        if meant is None and winner.rule_id == "code.shapes" and _EMPTY_SIZE.search(verdict.message or "") \
+                and _zero3_job(cmd, configs):
+            meant = config_rules.PARTITIONED_WEIGHTS
+            winner = replace(winner, facts={**winner.facts, "partitioned_weights": True})
         if meant is None and exception_rules.own_model_raised(frames):
             sizes = _size_settings(configs)
             meant = config_rules.sizes_set_by_config(winner.rule_id, verdict.message, sizes)
@@ -286,6 +290,24 @@ def _zero_settings_on_the_line(configs, frames: list[dict]) -> dict[str, str]:
     return {str(key): "0" for key, value in config_items(dict(configs))
             if isinstance(value, int | float) and not isinstance(value, bool) and value == 0
             and _named_on_the_line(str(key), words)}
+
+
+# a size of 0 in a shape mismatch: a ZeRO-3 parameter outside a gather is an empty placeholder
+_EMPTY_SIZE = re.compile(r"size of tensor \w \(0\)|shapes cannot be multiplied \(\d+x0 and|and 0x\d+\)")
+_ZERO3_NAME = re.compile(r"z(?:ero)?[-_]?3|stage[-_]?3", re.IGNORECASE)
+
+
+def _zero3_job(cmd, configs) -> bool:
+    """The job runs DeepSpeed ZeRO stage 3: its DeepSpeed or accelerate config says so, or the file it names does."""
+    context = fix_builders.FixContext(category="", configs=configs or {})
+    name, conf = deepspeed_config(context, cmd)
+    zero = (conf or {}).get("zero_optimization") if isinstance(conf, dict) else None
+    if isinstance(zero, dict) and str(zero.get("stage")) == "3":
+        return True
+    for _, other in config_items(dict(configs or {})):
+        if isinstance(other, dict) and str(other.get("zero_stage")) == "3":
+            return True
+    return bool(name and _ZERO3_NAME.search(str(name).rsplit("/", 1)[-1]))
 
 
 def _size_settings(configs) -> list[str]:

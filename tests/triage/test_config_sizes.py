@@ -131,3 +131,27 @@ def test_a_patch_grid_overrun_is_the_jobs_size_not_a_long_row(tmp_path, code, ca
     log = tmp_path / "fit.log"
     log.write_text(_positions_log(code))
     assert diagnose([log]).category == category
+
+
+ZERO3_MERGE = f"""\
+[rank2]: Traceback (most recent call last):
+[rank2]:   File "/work/teams/tix/predict.py", line 44, in <module>
+[rank2]:     model = model.merge_and_unload()
+[rank2]:   File "{SITE}/peft/tuners/lora/layer.py", line 305, in merge
+[rank2]:     base_layer.weight.data += delta_weight
+[rank2]: RuntimeError: The size of tensor a (0) must match the size of tensor b (2048) at non-singleton dimension 1
+"""
+
+
+@pytest.mark.parametrize("stage, category", [(3, "config_invalid"), (2, "code_bug")])
+def test_an_empty_weight_under_zero3_is_a_partitioned_parameter(tmp_path, stage, category):
+    log = tmp_path / "predict.log"
+    log.write_text(ZERO3_MERGE)
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": stage}}))
+    result = diagnose([log], command="deepspeed --num_gpus 4 predict.py --deepspeed ds.json", config_paths=[ds])
+    assert result.category == category
+    if stage == 3:
+        first = result.fixes[0]
+        assert first["kind"] == "fix_config"
+        assert first["config_patch"] == {"ds.json": {"zero_optimization.stage": 2}}

@@ -46,6 +46,8 @@ def fix_config(ctx, kind: str) -> dict:
         return workerless_loader(ctx, kind, _WORKERLESS.search(text).group(1))
     if ctx.rule_id == "config.no_model_columns" and ctx.category == "config_invalid":
         return keep_raw_columns(ctx, kind)
+    if (ctx.facts or {}).get("partitioned_weights"):
+        return whole_weights(ctx, kind)
     edits = Edits(ctx)
     zeros = (ctx.facts or {}).get("zero_settings")
     if zeros:
@@ -266,3 +268,18 @@ def keep_raw_columns(ctx, kind: str) -> dict:
                             "Trainer must hand it the columns",
                             "or map the raw columns into the model's inputs (pixel_values, input_ids, labels) "
                             "before training"])
+
+
+def whole_weights(ctx, kind: str) -> dict:
+    """A step that uses the weights directly ran under ZeRO-3, where each rank holds them partitioned: ZeRO-2."""
+    edits = Edits(ctx)
+    name, conf = deepspeed_config(ctx, edits.cmd)
+    notes = ["ZeRO-3 keeps each parameter partitioned across the ranks (an empty placeholder on each) outside "
+             "a gather; ZeRO-2 keeps whole weights on every rank",
+             "or gather the weights for that step: with deepspeed.zero.GatheredParameters(params): ..."]
+    if name and isinstance(conf, dict) and isinstance(conf.get("zero_optimization"), dict):
+        edits.patch_config(name, "zero_optimization.stage", 2)
+    else:
+        notes.insert(0, f"set ZeRO stage 2 in {name or 'the DeepSpeed config'} for this run")
+    return edits.fix(kind, "Run this step with ZeRO-2 (whole weights on every rank)",
+                     "The step uses weights that ZeRO-3 holds partitioned (size 0) on each rank.", notes=notes)

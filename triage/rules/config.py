@@ -556,6 +556,14 @@ def zero_setting(exception: str | None, flag_zeros: list[str], config_zeros: lis
             "(an interval, a count or a ratio): give it a positive value")
 
 
+# a size-0 weight in a ZeRO-3 job: the code used a partitioned parameter outside a gather
+PARTITIONED_WEIGHTS = (
+    "config_invalid", ("fix_config", "fix_code"),
+    "under ZeRO-3 each rank holds its parameters partitioned (an empty placeholder, size 0) outside a gather, and "
+    "this step used the weights directly (merging an adapter, an init, a custom forward): run it without ZeRO-3 "
+    "(ZeRO-2, or a single process), or inside deepspeed.zero.GatheredParameters")
+
+
 # a setting that sizes a layer or a tensor (edge_dim, image_size, hidden, in_channels, hop_length, upsample_rates)
 SIZE_KEY = re.compile(r"(?:^|_)(?:dim|dims|size|hidden|channels?|features?|width|embd|embed|hop|rates?|d_model|"
                       r"units|filters|patch|mels|bins)(?:_|$)", re.IGNORECASE)

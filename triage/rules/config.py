@@ -93,6 +93,22 @@ RULES = [
         within=_no_columns_left,
     ),
     rule(
+        "config.single_process_only",
+        "config_invalid",
+        ROOT,
+        ["support multi", "support distributed", "not supported", "only support", "support DDP", "support FSDP"],
+        # a library (or a build of it) that runs in one process only, launched across several
+        r"(?:does not|doesn't|do not|don't|cannot|can't) (?:yet |currently )?support "
+        r"(?:multi[- ]?(?:GPU|node|process|device)|distributed|DDP|FSDP)\b|"
+        r"\b(?:multi[- ]?(?:GPU|node|device)|distributed) (?:training |setups? |mode )?(?:is|are) not (?:yet )?supported|"
+        r"only supports? (?:a )?single[- ](?:GPU|device|process)",
+        ["fix_config"],
+        0.7,
+        "a library in the job runs in one process only, and the job launches several: launch one process, or "
+        "leave that library's option out of the distributed run",
+        flags=re.IGNORECASE,
+    ),
+    rule(
         "config.image_size_mismatch",
         "config_invalid",
         ROOT,

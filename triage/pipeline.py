@@ -653,6 +653,10 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         # sequence many times the usual length, a row of a packed shard); that row, and the length limit, first
         # (where the script's own line made the allocation, its buffer and the batch come first: _by_evidence)
         kinds = _to_front(kinds, "fix_data_file", "reduce_seq_len")
+    if winner.category in ("data_pipeline", "data_schema") and _one_rank_raised_it(collected, verdict):
+        # every rank runs the same template / mapping over its own part of the data: one rank alone raising it
+        # read a row the others did not have; that row first
+        kinds = _to_front(kinds, "fix_data_file")
     if winner.category == "model_load" and winner.rule_id in _SHAPE_LOADS \
             and _only_some_ranks_loaded_another_shape(collected, verdict, winner):
         # every rank builds the same model from the same settings: where only some ranks (one node's) find the
@@ -743,6 +747,17 @@ def _one_rank_refused_an_allocation(collected, verdict: Verdict, winner, world_s
     ranks = {hit.rank for hit in collected.hits if hit.rule.category == "host_oom" and hit.rule.role == "root"}
     ranks |= {tb.rank for tb in collected.tracebacks if tb.exception == "MemoryError"}
     return ranks - {None} == {rank}
+
+
+def _one_rank_raised_it(collected, verdict: Verdict) -> bool:
+    """Of several ranks whose output is in the log, the failing rank alone raised the root exception (a chat
+    template's TemplateError on one rank's conversations)."""
+    rank = verdict.failing_rank
+    seen = {track for track in collected.tracks if track is not None}
+    if rank is None or len(seen) < 2 or verdict.exception != "TemplateError":
+        return False
+    raised = {tb.rank for tb in collected.tracebacks if tb.exception and tb.exception.endswith(verdict.exception)}
+    return raised - {None} == {rank}
 
 
 _SHAPE_LOADS = ("model_load.state_dict", "model_load.vocab_size", "model_load.head_size_mismatch")

@@ -129,6 +129,14 @@ def fix_data_file(ctx, kind: str) -> dict:
         edits.rw.set_flag((flag.key,), out)
     extra = {}
     rows = ctx.data_sample if isinstance(ctx.data_sample, list) else None
+    refused_turns = str(ctx.exception or "").endswith("TemplateError") or re.search(r"\brole\b", text, re.I)
+    if refused_turns:
+        # rows that parse but hold turns the chat template refuses: parsing them says nothing against this fix
+        return edits.fix(
+            kind, "Fix or drop the conversations the chat template refuses",
+            "Some rows hold turns the model's chat template does not accept (a role it does not know, turns that "
+            "do not alternate); the template stops at the first such row.",
+            notes=notes, shell=[f"python -m triage convert-data --repair {source} {out}"], cost="low")
     if rows and all(isinstance(r, dict) and "_unparsed" not in r for r in rows) and ctx.category != "data_corrupt":
         extra = {"applicable": False,
                  "ruled_out": f"the data sample given ({len(rows)} rows) parses: every row is valid JSON"}

@@ -277,6 +277,13 @@ def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[s
         value, _ = lookup(context, cmd, (setting,))
         if value is not None:
             return setting, value
+    # a team's config nests its settings in sections (data: {max_len: 320})
+    for setting in keys:
+        for _, conf in training_configs(context):
+            found = next((value for key, value in config_items(conf) if str(key) == setting
+                          and isinstance(value, int | float | str) and not isinstance(value, bool)), None)
+            if found is not None:
+                return setting, found
     return None, None
 
 

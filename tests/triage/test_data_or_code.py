@@ -319,3 +319,17 @@ def test_a_frameworks_count_after_its_filter_pass_names_the_filter_as_what_empti
            "ValueError: num_samples should be a positive integer value, but got num_samples=0\n")
     result = diagnose([write(tmp_path / "driver.log", log)])
     assert (result.category, result.fixes[0]["kind"]) == ("data_pipeline", "fix_config")
+
+
+def test_a_length_setting_nested_in_a_section_of_the_teams_config_is_found(tmp_path):
+    log = _expand_failure([("/srv/rk/train_rerank.py", "out = model(**batch)"),
+                           ("/usr/lib/python3.11/site-packages/transformers/models/bert/modeling_bert.py",
+                            "token_type_ids = buffered_token_type_ids.expand(batch_size, seq_length)")])
+    recipe = write(tmp_path / "rerank.yaml", "model:\n  dir: tiny-bert\ndata:\n  max_len: 256\n  stride: 32\n")
+    result = diagnose([write(tmp_path / "a.log", log)], command="python train_rerank.py --config rerank.yaml",
+                      config_paths=[str(recipe)])
+    assert result.category == "config_invalid"
+    first = result.fixes[0]
+    assert first["kind"] == "reduce_seq_len"
+    assert first["config_patch"] == {"rerank.yaml": {"data.max_len": 64}}
+    assert "data.max_len 256 -> 64" in first["title"]

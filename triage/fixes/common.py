@@ -56,6 +56,28 @@ def config_items(node, depth: int = 0):
             yield from config_items(item, depth + 1)
 
 
+def nested_setting(ctx, keys: tuple[str, ...]) -> tuple[str, str, Any] | None:
+    """(config name, dotted path, value) of the first of these settings found in a section of a training config
+    (`data: {max_len: 320}` -> "data.max_len"), or None."""
+    def walk(node, path: str, depth: int):
+        if depth > 6 or not isinstance(node, Mapping):
+            return None
+        for key, value in list(node.items())[:500]:
+            dotted = f"{path}.{key}" if path else str(key)
+            if str(key) in keys and isinstance(value, int | str) and not isinstance(value, bool):
+                return dotted, value
+            found = walk(value, dotted, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    for name, conf in training_configs(ctx):
+        found = walk(conf, "", 0)
+        if found is not None:
+            return name, found[0], found[1]
+    return None
+
+
 def training_configs(ctx) -> list[tuple[str, dict]]:
     """Configs that hold training arguments (LLaMA-Factory / axolotl / TrainingArguments YAML or JSON),
     not DeepSpeed JSON, accelerate YAML or a model's config.json, whose same-named keys mean other things."""

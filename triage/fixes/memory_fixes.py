@@ -2,7 +2,7 @@
 and the allocator setting against fragmentation."""
 from __future__ import annotations
 
-from .common import Edits, as_int, deepspeed_config, lookup
+from .common import Edits, as_int, deepspeed_config, lookup, nested_setting
 
 CHECKPOINT_KEYS = ("gradient_checkpointing", "use_gradient_checkpointing", "grad_checkpoint")
 SEQ_KEYS = ("model_max_length", "max_seq_length", "cutoff_len", "sequence_len", "max_length", "max_len",
@@ -82,9 +82,16 @@ def _within_positions(ctx, edits, current: int | None, limit: int, kind: str) ->
     """Inputs past the model's position embeddings: truncate them to the model's positions."""
     keys = _seq_keys_for(edits.cmd)
     present = next((key for key in SEQ_KEYS if lookup(ctx, edits.cmd, (key,))[0] is not None), None)
+    nested = nested_setting(ctx, SEQ_KEYS) if present is None else None
     if present is not None:
         keys = (present, *[key for key in keys if key != present])
-    edits.set(keys, limit)
+    if nested is not None:
+        # the team's config keeps it in a section (data: {max_len: 320}): change it there
+        edits.patch_config(nested[0], nested[1], limit)
+        keys = (nested[1],)
+        current = current if current is not None else as_int(nested[2])
+    else:
+        edits.set(keys, limit)
     was = f"{current} -> " if current is not None else ""
     notes = [f"the model has {limit} positions: every input must be truncated to at most {limit} tokens",
              "or drop the rows longer than that before training"]

@@ -54,6 +54,14 @@ def _ragged_rows(text: str, frames: list[dict]):
             "into one tensor")
 
 
+def _mapped_weights(text: str, frames: list[dict]):
+    """A memory map cut short while loading a model's weights (safetensors maps its file): the checkpoint's."""
+    if any(re.search(r"from_pretrained|load_state_dict|safetensors|load_checkpoint", f"{frame.get('function', '')} "
+                     f"{frame.get('file', '')}") for frame in frames):
+        return ("model_load", ("fix_path",), "a weights file is shorter than its header says: a cut download or copy")
+    return None
+
+
 def _stacked_in_a_forward(text: str, frames: list[dict]):
     """The stack is the script's own model's forward (its tensors, sized by its layers), not the collate of a
     batch's samples: tensors the model built at unequal sizes."""
@@ -238,11 +246,16 @@ RULES = [
         "data.truncated_array",
         "data_corrupt",
         ROOT,
-        ["Failed to read all data", "No data left in file", "not fully written"],
-        r"Failed to read all data for array|No data left in file|file seems not fully written",
+        ["Failed to read all data", "No data left in file", "not fully written", "mmap length is greater than",
+         "cannot mmap an empty file"],
+        # (a memory map of a file shorter than its index or header says: a tokenized .bin cut short, an empty file)
+        r"Failed to read all data for array|No data left in file|file seems not fully written|"
+        r"mmap length is greater than file size|cannot mmap an empty file",
         ["fix_data_file"],
         0.8,
-        "a numpy array file (.npy/.npz shard) is shorter than its header says: a cut or partial copy",
+        "a data file (a .npy/.npz shard, a memory-mapped token file) is shorter than its header or index says: a cut "
+        "or partial copy",
+        within=_mapped_weights,
     ),
     rule(
         "data.chat_template",

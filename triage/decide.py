@@ -175,7 +175,9 @@ def decide(collected: Collected, world_size: int | None) -> Verdict:
         # announced the same failure just before it (a watchdog's "terminated with exception: ...")
         for hit in collected.hits:
             if hit.rule.id == "code.cpp_terminate" and hit.source == winner.source and hit.rank in (winner.rank, None) \
-                    and 0 <= hit.line - winner.line + 1 <= 12 and hit.facts["terminate_class"] in _NAMED_CPP:
+                    and 0 <= hit.line - winner.line + 1 <= 12 and hit.facts["terminate_class"] in _NAMED_CPP \
+                    and not (winner.category == "host_oom" and hit.facts["terminate_class"].endswith("DistBackendError")):
+                # (a process killed for memory raises nothing: a watchdog's DistBackendError after it is a peer's)
                 what = winner.text if "what():" in (winner.text or "") else _what_after(collected, hit)
                 winner.facts.setdefault("exception", hit.facts["terminate_class"])
                 winner.facts.setdefault("message", (what or "").strip().split("what():", 1)[-1].strip())

@@ -31,3 +31,21 @@ def test_another_pid_killed_leaves_the_kernels_line_the_root(tmp_path):
     result = diagnose([tmp_path / "job.log"])
     assert result.category == "host_oom"
     assert "pid 40412" not in (result.root_cause.message or "")
+
+
+def test_a_peers_watchdog_terminate_after_a_memory_kill_is_not_the_killed_ranks_exception(tmp_path):
+    log = tmp_path / "job.out"
+    log.write_text("\n".join([
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=5521.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.",
+        "srun: error: node-b07: task 1: Out Of Memory",
+        "[rank0]:[E601 10:40:02.1 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600070 "
+        "milliseconds before timing out.",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread terminated with exception: "
+        "[Rank 0] Watchdog caught collective operation timeout",
+    ]) + "\n")
+    result = diagnose([log])
+    assert result.category == "host_oom"
+    assert result.root_cause is None or result.root_cause.exception is None

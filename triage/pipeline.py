@@ -127,6 +127,8 @@ def _build(
         if category == "data_pipeline" and filters:
             facts["filter_line"] = (filters[-1].text or "")[:300]  # the log's own count: the fix relaxes its limit
         kinds = _fix_kinds(winner, collected, verdict, command, configs, world_size)
+        if winner.facts.get("offload_shown"):
+            facts["offload_shown"] = True  # (learned while ordering the fixes: the fix says which setting)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
                 + (CONFIDENCE_TRACEBACK if verdict.root_traceback else 0.0)), 2
@@ -554,7 +556,9 @@ def _to_front(kinds: list[str], *front: str) -> list[str]:
 def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> list[str]:
     """Order fix kinds by what the log and the command show: a fix they do not support moves back."""
     kinds = list(kinds)
-    if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command):
+    if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command) \
+            and kinds[:1] != ["fix_config"]:
+        # (where the job offloads to host RAM, that setting stays first: _fix_kinds)
         kinds = _to_front(kinds, "reduce_dataloader_workers")
     if winner.category == "gpu_oom" and (winner.facts.get("other_processes") or 0) >= 2:
         # the GPU that ran out holds several other processes of gigabytes: the ranks share one GPU (a fixed
@@ -634,7 +638,9 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
 def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, configs=None,
                world_size: int | None = None) -> list[str]:
     kinds = list(winner.fixes)
-    if winner.category == "host_oom" and _offloads_to_cpu(configs or {}):
+    if winner.category == "host_oom" and _offload_shown(collected, command, configs):
+        winner.facts["offload_shown"] = True
+    if winner.category == "host_oom" and (_offloads_to_cpu(configs or {}) or _offload_shown(collected, command, configs)):
         # ZeRO offload keeps optimizer states (and parameters) in pinned host RAM: that setting is what fills it
         kinds = ["fix_config", "shard_more", "reduce_batch_size"]
     elif winner.category == "host_oom":
@@ -783,6 +789,19 @@ def _only_some_ranks_loaded_another_shape(collected, verdict: Verdict, winner) -
                and tb.message and "size mismatch" in tb.message}
     loaded -= {None}
     return rank in loaded and bool(seen - loaded)
+
+
+_OFFLOAD_FLAG = re.compile(r"offload", re.IGNORECASE)
+
+
+def _offload_shown(collected, command: str | None, configs=None) -> bool:
+    """The log (DeepSpeed's printed config, FSDP's settings), the command, or a recipe's DeepSpeed file name shows
+    the job offloading to host RAM."""
+    if any(hit.rule.id == "memory.cpu_offload_on" for hit in collected.hits) or (
+            command and _OFFLOAD_FLAG.search(command)):
+        return True
+    return any("deepspeed" in str(key).lower() and isinstance(value, str) and _OFFLOAD_FLAG.search(value)
+               for key, value in config_items(dict(configs or {})))
 
 
 def _offloads_to_cpu(configs: dict) -> bool:

@@ -49,3 +49,22 @@ def test_a_peers_watchdog_terminate_after_a_memory_kill_is_not_the_killed_ranks_
     result = diagnose([log])
     assert result.category == "host_oom"
     assert result.root_cause is None or result.root_cause.exception is None
+
+
+def test_a_memory_kill_in_a_job_that_offloads_to_host_ram_names_that_setting_first(tmp_path):
+    log = tmp_path / "job.out"
+    log.write_text("\n".join([
+        "[2026-06-01 10:00:00,900] [INFO] [config.py:1003:print] train_batch_size ............. 64",
+        "[2026-06-01 10:00:01,000] [INFO] [config.py:1003:print] zero_optimization ... {'stage': 3, "
+        "'offload_optimizer': {'device': 'cpu', 'pin_memory': True}, 'offload_param': {'device': 'cpu'}}",
+        "train: dataloader_num_workers=8",
+        "[2026-06-01 10:20:41] Out of memory: Killed process 41312 (python) total-vm:412000000kB, "
+        "anon-rss:250000000kB",
+        "[2026-06-01 10:20:42,101] [INFO] [launch.py:316:sigkill_handler] Killing subprocess 41312",
+    ]) + "\n")
+    result = diagnose([log], command="deepspeed --num_gpus 8 train.py --deepspeed ds.json "
+                                     "--dataloader_num_workers 8")
+    assert result.category == "host_oom"
+    first = result.fixes[0]
+    assert first["kind"] == "fix_config"
+    assert first["title"] == "Offload less to host RAM (or give each node more)"

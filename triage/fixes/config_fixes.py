@@ -28,10 +28,10 @@ _DS_BATCH = re.compile(r"(\d+)\s*!=\s*(\d+)\s*\*\s*(\d+)\s*\*\s*(\d+)")
 
 def fix_config(ctx, kind: str) -> dict:
     text = evidence_text(ctx)
+    if ctx.category == "host_oom":  # (a DeepSpeed config printed in the log names train_batch_size too)
+        return host_memory(ctx, kind)
     if _DS_BATCH.search(text) or re.search(r"train_batch_size", text):
         return deepspeed_batch(ctx, kind)
-    if ctx.category == "host_oom":
-        return host_memory(ctx, kind)
     if ctx.category == "gpu_oom" and engine_in_job(ctx.command, ctx.frames):
         return engine_on_a_training_gpu(ctx, kind)
     if re.search(r"bf16|bfloat16", text, re.I) and re.search(r"not support|n't support|unsupported|only support|requires|need", text, re.I):

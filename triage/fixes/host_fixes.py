@@ -75,6 +75,19 @@ def host_memory(ctx, kind: str) -> dict:
         for key in offloaded:
             edits.patch_config(ds_name, f"zero_optimization.{key}.pin_memory", False)
         notes.append("CPU offload keeps optimizer/parameter copies in pinned host RAM; unpinned pages can be swapped")
+    if (offloaded and ds_name) or (ctx.facts or {}).get("offload_shown"):
+        # the job keeps optimizer states (and parameters) in host RAM: that setting is what to change first
+        if not offloaded:
+            notes.append(f"the job offloads to host RAM ({ds_name or 'its DeepSpeed / FSDP settings'}): set "
+                         "offload_optimizer / offload_param device to none (or FSDP cpu_offload off)")
+        notes += ["ZeRO-3 without offload shards optimizer states and parameters across the GPUs instead of "
+                  "keeping them in host RAM; or run fewer processes per node, or a node with more RAM",
+                  "the final save gathers the whole model in host RAM too: stage3_gather_16bit_weights_on_model_save "
+                  "false saves shards instead"]
+        return edits.fix(
+            kind, "Offload less to host RAM (or give each node more)",
+            "The job keeps optimizer states and parameters in host RAM (CPU offload), and host RAM ran out.",
+            notes=notes, cost="medium")
     if cmd.flag("low_cpu_mem_usage") is not None:
         edits.set(("low_cpu_mem_usage",), True)
     notes += [

@@ -48,6 +48,20 @@ def _requested_bytes(text: str) -> dict:
 
 RULES = [
     rule(
+        "memory.cpu_offload_on",
+        "host_oom",
+        HINT,
+        ["offload", "Offload"],
+        # the job keeps optimizer states or parameters in host RAM (DeepSpeed's printed config, its "CPU Offload:
+        # True", FSDP's cpu offload, a framework's offload option): read with a host OOM, that is what filled it
+        r"['\"]offload_(?:optimizer|param)['\"]:\s*\{['\"]device['\"]:\s*['\"](?:cpu|nvme)|CPU Offload: True|"
+        r"\b(?:param|optimizer)_offload=True|offload_(?:optimizer|param)=(?:cpu|nvme)|\bcpu_offload[=:]\s*True|"
+        r"(?:\b|_)ds_?z?[23]_offload|(?:\b|_)zero_?[23][-_]offload|\s--offload\b|offload_(?:optimizer|param)\((?:cpu|nvme)\)",
+        ["fix_config", "shard_more"],
+        0.05,
+        "the job offloads optimizer states or parameters to host RAM",
+    ),
+    rule(
         "memory.ray_memory_monitor",
         "host_oom",
         ROOT,

@@ -666,6 +666,10 @@ def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, 
         # sequence many times the usual length, a row of a packed shard); that row, and the length limit, first
         # (where the script's own line made the allocation, its buffer and the batch come first: _by_evidence)
         kinds = _to_front(kinds, "fix_data_file", "reduce_seq_len")
+    if winner.rule_id == "data.empty" and kinds[:1] == ["fix_path"] and _sets_limits(command, configs):
+        # an empty dataset in a job whose command or config sets length limits or filters (block_size 8192,
+        # max_duration, an exclude list): those emptied it sooner than a wrong path did
+        kinds = _to_front([*kinds, "fix_config"] if "fix_config" not in kinds else kinds, "fix_config")
     if winner.category in ("data_pipeline", "data_schema") and _one_rank_raised_it(collected, verdict):
         # every rank runs the same template / mapping over its own part of the data: one rank alone raising it
         # read a row the others did not have; that row first
@@ -760,6 +764,21 @@ def _one_rank_refused_an_allocation(collected, verdict: Verdict, winner, world_s
     ranks = {hit.rank for hit in collected.hits if hit.rule.category == "host_oom" and hit.rule.role == "root"}
     ranks |= {tb.rank for tb in collected.tracebacks if tb.exception == "MemoryError"}
     return ranks - {None} == {rank}
+
+
+# a setting that limits or filters the rows: max_length, min_words, block_size, max_duration, exclude_days, ratio
+_LIMIT_SETTING = re.compile(r"(?:^|_)(?:max|min)(?:_|$)|block_size|length|(?:^|_)len$|duration|ratio|filter|"
+                            r"exclude|include|threshold|cutoff", re.IGNORECASE)
+
+
+def _sets_limits(command: str | None, configs) -> bool:
+    """The job's command flags or training config set a row limit or filter."""
+    cmd = parse_command(command or "")
+    if any(_LIMIT_SETTING.search(flag.key) for flag in cmd.script_flags):
+        return True
+    context = fix_builders.FixContext(category="", configs=configs or {})
+    return any(_LIMIT_SETTING.search(str(key)) and not isinstance(value, dict | list | bool)
+               for _, conf in training_configs(context) for key, value in config_items(conf))
 
 
 def _one_rank_raised_it(collected, verdict: Verdict) -> bool:

@@ -41,3 +41,23 @@ def test_no_columns_at_all_is_a_dataset_left_empty(tmp_path):
     result = diagnose([log], command="torchrun --nproc_per_node 2 fit_ocr.py --min_words 100")
     assert result.category == "data_pipeline"
     assert result.fixes[0]["kind"] == "fix_config"
+
+
+EMPTY = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/srv/clm/run_clm.py", line 300, in <module>
+[rank0]:     loader = DataLoader(train_set, shuffle=True, batch_size=4)
+[rank0]:   File "/opt/env/lib/python3.11/site-packages/torch/utils/data/sampler.py", line 165, in __init__
+[rank0]:     raise ValueError(
+[rank0]: ValueError: num_samples should be a positive integer value, but got num_samples=0
+"""
+
+
+def test_an_empty_dataset_in_a_job_that_sets_limits_names_the_setting_first(tmp_path):
+    log = tmp_path / "clm.log"
+    log.write_text(EMPTY)
+    limited = diagnose([log], command="accelerate launch run_clm.py --train_file notes.txt --block_size 8192")
+    assert limited.category == "data_pipeline"
+    assert limited.fixes[0]["kind"] == "fix_config"
+    plain = diagnose([log], command="accelerate launch run_clm.py --train_file notes.txt")
+    assert plain.fixes[0]["kind"] == "fix_path"

@@ -83,7 +83,9 @@ def host_memory(ctx, kind: str) -> dict:
         notes += ["ZeRO-3 without offload shards optimizer states and parameters across the GPUs instead of "
                   "keeping them in host RAM; or run fewer processes per node, or a node with more RAM",
                   "the final save gathers the whole model in host RAM too: stage3_gather_16bit_weights_on_model_save "
-                  "false saves shards instead"]
+                  "false saves shards instead",
+                  "while loading, from_pretrained(..., low_cpu_mem_usage=True) keeps each rank from building a full "
+                  "copy in host RAM first"]
         return edits.fix(
             kind, "Offload less to host RAM (or give each node more)",
             "The job keeps optimizer states and parameters in host RAM (CPU offload), and host RAM ran out.",

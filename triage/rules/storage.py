@@ -91,6 +91,19 @@ def _shared_memory_full(text: str, frames: list[dict]):
 
 RULES = [
     rule(
+        "storage.checkpoint_shards_mixed",
+        "storage",
+        ROOT,
+        ["_optim_states.pt' under", "_model_states.pt' under"],
+        # DeepSpeed counting a checkpoint folder's shards: more (or fewer) than the run that reads it wrote, a
+        # folder two runs saved into, or a save some processes never finished
+        r"Expected \d+ of '\*_(?:optim|model)_states\.pt' under '[^']{1,300}' but found \d+ files",
+        ["fix_path"],
+        0.85,
+        "the checkpoint folder holds another number of shards than the run wrote: two runs saved into it, or some "
+        "processes never finished their save; use a clean checkpoint folder (one per run)",
+    ),
+    rule(
         "storage.stuck_on_file_lock",
         "storage",
         ROOT,

@@ -109,6 +109,19 @@ RULES = [
         flags=re.IGNORECASE,
     ),
     rule(
+        "config.ddp_over_spread_model",
+        "config_invalid",
+        ROOT,
+        ["device_ids and output_device arguments only work with"],
+        # DDP wrapping a model whose parameters sit on several GPUs (device_map="auto", 8-bit loading spread over
+        # the GPUs) while each process was to own one GPU
+        r"device_ids and output_device arguments only work with single-device",
+        ["fix_config", "fix_code"],
+        0.8,
+        "DDP wraps a model spread over several GPUs (device_map='auto' or a low-memory loading mode): load each "
+        "process's model on its own GPU (device_map={'': local_rank}) or run model parallel without DDP",
+    ),
+    rule(
         "config.image_size_mismatch",
         "config_invalid",
         ROOT,

@@ -91,6 +91,11 @@ OWN_SETS = {
     "cpu_blind44": ROOT / "tests" / "fixtures" / "cpu_blind44",
     "cpu_blind46": ROOT / "tests" / "fixtures" / "cpu_blind46",
     "cpu_blind47": ROOT / "tests" / "fixtures" / "cpu_blind47",
+    "blind57": ROOT / "tests" / "triage" / "fixtures" / "blind57",
+    "blind60": ROOT / "tests" / "triage" / "fixtures" / "blind60",
+    "cpu_blind48": ROOT / "tests" / "fixtures" / "cpu_blind48",
+    "cpu_blind50": ROOT / "tests" / "fixtures" / "cpu_blind50",
+    "cpu_blind53": ROOT / "tests" / "fixtures" / "cpu_blind53",
 }
 
 

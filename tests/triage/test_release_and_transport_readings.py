@@ -78,3 +78,20 @@ def test_a_library_calling_another_package_with_arguments_it_refuses(tmp_path, c
             f"    {code}\n"
             "TypeError: init_process_group() got multiple values for keyword argument 'backend'\n")
     assert _run(tmp_path, text).category == category
+
+
+def test_devices_mixed_inside_deepspeeds_own_optimizer_step_are_its_release(tmp_path):
+    site = "/opt/env/lib/python3.11/site-packages"
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([
+        "[rank2]: Traceback (most recent call last):",
+        '[rank2]:   File "/srv/sft/train.py", line 90, in <module>',
+        "[rank2]:     trainer.train()",
+        f'[rank2]:   File "{site}/deepspeed/runtime/zero/stage3.py", line 2117, in unscale_and_clip_grads',
+        "[rank2]:     self.fp32_partitioned_groups_flat[i].grad.mul_(1. / combined_scale)",
+        "[rank2]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:2 and cpu!",
+    ]) + "\n")
+    result = diagnose([log])
+    assert result.category == "version_mismatch"
+    assert result.fixes[0]["kind"] == "pin_versions"

@@ -51,12 +51,26 @@ def _shapes_within(text: str, frames: list[dict]):
     return None
 
 
+def _engine_mixes_devices(frames: list[dict]):
+    """The distributed engine's own step (ZeRO's gradient clipping with CPU offload) mixes its own tensors' devices:
+    a bug of that release, not the script's placement."""
+    inner = [frame for frame in frames if not _TORCH_INTERNAL.search(str(frame.get("file", "")))]
+    if inner and _ENGINE_INTERNALS.search(str(inner[-1].get("file", ""))):
+        return ("version_mismatch", ("pin_versions", "fix_config"),
+                "DeepSpeed's own optimizer step mixes devices (its CPU-offloaded gradients and a GPU tensor): a bug of "
+                "the installed release; install another DeepSpeed release, or turn off the offload that meets it")
+    return None
+
+
 def _devices_met_in_own_code(frames: list[dict]):
     """Two GPUs' tensors meeting in the script's own module (its forward, its loss): the script put one of them
     on a device by hand (cuda:{local_rank} where the job's runner already narrowed the visible GPUs)."""
     from triage.rules.exceptions import library_file
 
     inner = [frame for frame in frames if not _TORCH_INTERNAL.search(str(frame.get("file", "")))]
+    engine = _engine_mixes_devices(frames)
+    if engine is not None:
+        return engine
     if inner and not library_file(str(inner[-1].get("file", ""))):
         return ("code_bug", ("fix_code",),
                 "two GPUs' tensors meet in the script's own code: it moves a tensor to a device of its own choosing "
@@ -72,6 +86,7 @@ def _devices_met_in_own_code(frames: list[dict]):
     return None
 
 
+_ENGINE_INTERNALS = re.compile(r"[/\\]deepspeed[/\\]runtime[/\\](?:zero|fp16|bf16_optimizer|engine)")
 _TORCH_INTERNAL = re.compile(r"[/\\]torch[/\\](?:nn|_tensor|autograd|functional|_dynamo|utils)")
 
 
@@ -215,6 +230,7 @@ RULES = [
         ["fix_code"],
         0.7,
         "tensors live on different devices: the script moves something to the wrong device",
+        within=lambda text, frames: _engine_mixes_devices(frames),
     ),
     rule(
         "code.shapes",

@@ -31,3 +31,17 @@ def test_a_mapped_file_shorter_than_its_index(tmp_path, frame, category):
     ]) + "\n")
     result = diagnose([log])
     assert result.category == category
+
+
+@pytest.mark.parametrize("size, category", [(5000, "data_corrupt"), (30000, "data_pipeline")])
+def test_a_data_file_with_fewer_values_than_its_shape_is_cut_short(tmp_path, size, category):
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([
+        "Traceback (most recent call last):",
+        '  File "/srv/shelf/data.py", line 61, in __getitem__',
+        "    img = self.read_image(self.paths[i])",
+        '  File "/srv/shelf/data.py", line 44, in read_image',
+        "    return np.frombuffer(raw, dtype=np.uint8).reshape(h, w, 3)",
+        f"ValueError: cannot reshape array of size {size} into shape (64,96,3)",
+    ]) + "\n")
+    assert diagnose([log]).category == category

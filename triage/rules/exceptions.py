@@ -14,6 +14,7 @@ every entry is a phrase libraries use across many messages.
 from __future__ import annotations
 
 import builtins
+import math
 import re
 
 from triage.rules.packages import installed_software, missing_module
@@ -51,6 +52,7 @@ _OS_MODULE = re.compile(r"[/\\]os\.py$|^<frozen os>$")
 _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions 'str'|"
                               r"could not convert string to float: ")
 # a record id: a short prefix and a number ('p00827', 'doc-1942', 'q_77301'), no dots (never a weight's name)
+_RESHAPE = re.compile(r"cannot reshape array of size (\d{1,15}) into shape \(([\d,\s]{1,80})\)")
 _TABLE_LIBRARY = re.compile(r"[/\\](?:pandas|pyarrow|polars)[/\\]")
 _RECORD_ID_KEY = re.compile(r"^'[A-Za-z]{1,8}[-_:#]?\d{3,12}'$")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York'), or a
@@ -484,6 +486,12 @@ def _explain(
     in_data = not in_metrics and any(
         _DATA_FRAMES.search(frame.get("function", "") + " " + frame.get("file", "")) for frame in frames[-4:]
     )
+    cut = _RESHAPE.search(message) if in_data and exception == "ValueError" else None
+    if cut and int(cut.group(1)) < math.prod(int(n) for n in re.findall(r"\d+", cut.group(2))):
+        # numpy reshaping the bytes a data file gave into the shape its header or the code expects, with fewer
+        # values than the shape holds: the file is shorter than it says (cut by a copy or a sync)
+        return ("data_corrupt", ["fix_data_file"], 0.45,
+                "a data file holds fewer values than its shape: it was cut short")
     if exception == "TemplateError":
         # a chat template's own raise_exception: the conversation does not fit the template's rules
         return ("data_pipeline", ["convert_data_format", "fix_data_file", "fix_config"], 0.55,

@@ -154,7 +154,9 @@ RULES = [
         ["error: argument", "arguments are required"],
         # the script's argparse refusing a value the launch command gave it: an empty variable ("--rank ''"),
         # a word where a number goes, a flag with nothing after it, a required flag left out
-        r"error: argument [\w\-/ ]{1,60}: (?:invalid \w{1,20} value: '|expected (?:one|\d+) arguments?)|"
+        # (or two flags the parser keeps apart: "argument --gpu-ids: not allowed with argument --gpus")
+        r"error: argument [\w\-/ ]{1,60}: (?:invalid \w{1,20} value: '|expected (?:one|\d+) arguments?|"
+        r"not allowed with argument -)|"
         r"error: the following arguments are required: --?\w",
         ["fix_config"],
         0.75,

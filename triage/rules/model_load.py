@@ -224,10 +224,13 @@ RULES = [
             "HFValidationError",
             "RepositoryNotFoundError",
             "GatedRepoError",
+            "is not a checkpoint file",
         ],
         r"Can't load (?:tokenizer|the configuration|config|weights|the model)|couldn't connect to '?https?://huggingface|"
         r"not a valid model identifier|OfflineModeIsEnabled|LocalEntryNotFoundError|"
-        r"does not appear to have a file named|HFValidationError|RepositoryNotFoundError|GatedRepoError",
+        r"does not appear to have a file named|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
+        # mmcv/mmengine's load_checkpoint: the path is not a file (a download left partial, a wrong name)
+        r"\S+ is not a checkpoint file",
         ["fix_path", "pin_versions"],
         0.85,
         "the model or tokenizer files could not be found or downloaded",

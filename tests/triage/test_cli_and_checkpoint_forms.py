@@ -29,3 +29,21 @@ def test_a_checkpoint_path_that_is_not_a_file_is_the_model_load(tmp_path):
     result = diagnose([log])
     assert result.category == "model_load"
     assert result.fixes[0]["kind"] == "fix_path"
+
+
+def test_ddp_on_a_device_past_the_nodes_gpus_is_the_scripts_device_choice(tmp_path):
+    site = "/opt/env/lib/python3.10/site-packages"
+    log = tmp_path / "node1.log"
+    log.write_text("\n".join([
+        "[rank9]: Traceback (most recent call last):",
+        '[rank9]:   File "/srv/sit/train.py", line 210, in <module>',
+        "[rank9]:     loss = model(x, t, y)",
+        f'[rank9]:   File "{site}/torch/distributed/utils.py", line 100, in _recursive_to',
+        "[rank9]:     stream = _get_stream(target_device)",
+        f'[rank9]:   File "{site}/torch/nn/parallel/_functions.py", line 124, in _get_stream',
+        "[rank9]:     if _get_stream.streams[device.index] is None:",
+        "[rank9]: IndexError: list index out of range",
+    ]) + "\n")
+    result = diagnose([log], command="torchrun --nnodes 2 --nproc_per_node 8 train.py")
+    assert result.category == "code_bug"
+    assert result.fixes[0]["kind"] == "fix_code"

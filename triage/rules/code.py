@@ -222,6 +222,19 @@ RULES = [
         "shard): drop the last incomplete batch (DataLoader(drop_last=True)) or even out the shards",
     ),
     rule(
+        "code.scatter_devices",
+        "code_bug",
+        ROOT,
+        ["all tensors must be on devices[0]"],
+        # DataParallel / DDP without device_ids scattering inputs from a module that sits on another GPU than the
+        # first of its devices (the script moved the model to its own device and wrapped it without device_ids)
+        r"all tensors must be on devices\[0\]",
+        ["fix_code"],
+        0.7,
+        "the wrapped model sits on another GPU than the first of the devices the wrapper uses: pass "
+        "device_ids=[local_rank] (and output_device) to DDP, or move the model there first",
+    ),
+    rule(
         "code.device_mismatch",
         "code_bug",
         ROOT,

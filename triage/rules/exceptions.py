@@ -53,6 +53,7 @@ _TEXT_FOR_NUMBER = re.compile(r"must be real number, not str|too many dimensions
                               r"could not convert string to float: ")
 # a record id: a short prefix and a number ('p00827', 'doc-1942', 'q_77301'), no dots (never a weight's name)
 _RESHAPE = re.compile(r"cannot reshape array of size (\d{1,15}) into shape \(([\d,\s]{1,80})\)")
+_DEVICE_STREAMS = re.compile(r"[/\\]torch[/\\]nn[/\\]parallel[/\\]_functions\.py _get_stream$")
 _TABLE_LIBRARY = re.compile(r"[/\\](?:pandas|pyarrow|polars)[/\\]")
 _RECORD_ID_KEY = re.compile(r"^'[A-Za-z]{1,8}[-_:#]?\d{3,12}'$")
 # a key that is a value, not a field name: a word with capitals, accents or spaces ('Zürich', 'New York'), or a
@@ -492,6 +493,12 @@ def _explain(
         # values than the shape holds: the file is shorter than it says (cut by a copy or a sync)
         return ("data_corrupt", ["fix_data_file"], 0.45,
                 "a data file holds fewer values than its shape: it was cut short")
+    if exception == "IndexError" and frames and _DEVICE_STREAMS.search(
+            f"{frames[-1].get('file', '')} {frames[-1].get('function', '')}"):
+        # DDP copying inputs to its device looks the device up among the node's GPUs: an index past them is a
+        # device the script chose (its global rank as device_ids on a second node)
+        return ("code_bug", ["fix_code", "fix_config"], 0.5,
+                "DDP's device is past the node's GPUs: the script gives it the global rank instead of the local one")
     if exception == "TemplateError":
         # a chat template's own raise_exception: the conversation does not fit the template's rules
         return ("data_pipeline", ["convert_data_format", "fix_data_file", "fix_config"], 0.55,

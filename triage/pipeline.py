@@ -117,6 +117,7 @@ def _build(
     winner = _reread_past_positions(winner, verdict, command, configs)
     winner = _reread_label_count(winner, verdict, command, configs)
     winner = _reread_resumed_checkpoint(winner, verdict, command)
+    winner = _reread_old_launch(winner, verdict, command, collected)
     if winner is not None and winner.category == "data_schema" and data_sample is not None:
         winner = _read_as(winner, data_rules.header_among_rows(verdict.message, data_sample))
     if winner is None:
@@ -269,6 +270,26 @@ def _reread_resumed_checkpoint(winner, verdict: Verdict, command: str | None):
                              "the checkpoint the run resumes from is cut short or damaged: its save did not finish "
                              "(the job was stopped mid-save, the disk filled, or a copy was still running); resume "
                              "from the previous complete checkpoint and make saves atomic"))
+
+
+_OLD_LAUNCH = re.compile(r"-m\s+torch\.distributed\.launch\b")
+_USE_ENV = re.compile(r"--use[-_]env\b")
+
+
+def _reread_old_launch(winner, verdict: Verdict, command: str | None, collected):
+    """The script reads LOCAL_RANK from the environment, and the job was started with the old
+    `python -m torch.distributed.launch` without --use_env: that launcher passes --local_rank as an argument
+    instead, so the launch command is what to change (not a process started without any launcher)."""
+    if winner is None or winner.category != "rendezvous" or verdict.exception != "KeyError" \
+            or "LOCAL_RANK" not in (verdict.message or ""):
+        return winner
+    launch = command or collected.launcher.state.get("old_launch_command") or ""
+    if not _OLD_LAUNCH.search(launch) or _USE_ENV.search(launch):
+        return winner
+    winner = replace(winner, facts={**winner.facts, "old_launch_without_env": True})
+    return _read_as(winner, ("config_invalid", ("fix_config", "fix_code"),
+                             "the old torch.distributed.launch passes --local_rank as an argument and sets LOCAL_RANK "
+                             "only with --use_env: add --use_env (or launch with torchrun), or read --local_rank"))
 
 
 def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[str | None, str | None]:

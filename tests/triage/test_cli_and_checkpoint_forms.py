@@ -47,3 +47,35 @@ def test_ddp_on_a_device_past_the_nodes_gpus_is_the_scripts_device_choice(tmp_pa
     result = diagnose([log], command="torchrun --nnodes 2 --nproc_per_node 8 train.py")
     assert result.category == "code_bug"
     assert result.fixes[0]["kind"] == "fix_code"
+
+
+OLD_LAUNCH_LOG = """\
+Traceback (most recent call last):
+  File "src/train.py", line 348, in <module>
+    main(args)
+  File "/home/u/tracker/util/misc.py", line 417, in init_distributed_mode
+    args.gpu = int(os.environ['LOCAL_RANK'])
+  File "/usr/lib/python3.7/os.py", line 681, in __getitem__
+    raise KeyError(key) from None
+KeyError: 'LOCAL_RANK'
+"""
+
+
+def test_local_rank_missing_under_the_old_launcher_without_use_env_is_the_launch_command(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(OLD_LAUNCH_LOG)
+    old = diagnose([log], command="python -m torch.distributed.launch --nproc_per_node=4 src/train.py --c x.yaml")
+    assert old.category == "config_invalid"
+    first = old.fixes[0]
+    assert first["kind"] == "fix_config"
+    assert first["command"] == "python -m torch.distributed.launch --nproc_per_node=4 --use_env src/train.py --c x.yaml"
+    # no launcher at all: the process was never started by one
+    plain = diagnose([log], command="python src/train.py --c x.yaml")
+    assert plain.category == "rendezvous"
+
+
+def test_the_old_launch_command_can_come_from_a_shell_prompt_in_the_log(tmp_path):
+    log = tmp_path / "issue.md"
+    log.write_text("$ python -m torch.distributed.launch --nproc_per_node=4 src/train.py --c x.yaml\n"
+                   + OLD_LAUNCH_LOG)
+    assert diagnose([log]).category == "config_invalid"

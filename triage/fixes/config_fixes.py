@@ -48,6 +48,14 @@ def fix_config(ctx, kind: str) -> dict:
         return keep_raw_columns(ctx, kind)
     if (ctx.facts or {}).get("partitioned_weights"):
         return whole_weights(ctx, kind)
+    if (ctx.facts or {}).get("old_launch_without_env"):
+        edits = Edits(ctx)
+        edits.rw.set_flag(("use_env", "use-env"), True, where="launcher")
+        return edits.fix(kind, "Launch with --use_env (or torchrun) so LOCAL_RANK is set",
+                         "The old torch.distributed.launch passes --local_rank as an argument; the script reads "
+                         "LOCAL_RANK from the environment, which that launcher sets only with --use_env.",
+                         notes=["torchrun (python -m torch.distributed.run) always sets LOCAL_RANK, RANK and "
+                                "WORLD_SIZE", "or have the script take --local_rank from its arguments"])
     edits = Edits(ctx)
     zeros = (ctx.facts or {}).get("zero_settings")
     if zeros:

@@ -37,6 +37,10 @@ def feed(facts, source: str, lineno: int, text: str, rank):
     state = facts.state.setdefault("torchrun", {"block": None, "entry": None})
     if "torch.distributed.elastic" in text or "ChildFailedError" in text or "torchrun" in text:
         facts.saw("torchrun")
+    if "-m torch.distributed.launch " in text:
+        # the old launcher's command as the user ran it (a shell prompt line): whether it asked for the
+        # environment variables (--use_env) decides where the script finds its local rank
+        facts.state["old_launch_command"] = text.strip()[:2000]
     match = _FAILED.search(text)
     if match:
         facts.saw("torchrun")

@@ -54,7 +54,9 @@ def _shapes_within(text: str, frames: list[dict]):
 def _engine_mixes_devices(frames: list[dict]):
     """The distributed engine's own step (ZeRO's gradient clipping with CPU offload) mixes its own tensors' devices:
     a bug of that release, not the script's placement."""
-    inner = [frame for frame in frames if not _TORCH_INTERNAL.search(str(frame.get("file", "")))]
+    from triage.rules.exceptions import above_torch_layers
+
+    inner = above_torch_layers(frames)
     if inner and _ENGINE_INTERNALS.search(str(inner[-1].get("file", ""))):
         return ("version_mismatch", ("pin_versions", "fix_config"),
                 "DeepSpeed's own optimizer step mixes devices (its CPU-offloaded gradients and a GPU tensor): a bug of "
@@ -65,13 +67,12 @@ def _engine_mixes_devices(frames: list[dict]):
 def _devices_met_in_own_code(frames: list[dict]):
     """Two GPUs' tensors meeting in the script's own module (its forward, its loss): the script put one of them
     on a device by hand (cuda:{local_rank} where the job's runner already narrowed the visible GPUs)."""
-    from triage.rules.exceptions import library_file
+    from triage.rules.exceptions import library_file, own_model_raised
 
-    inner = [frame for frame in frames if not _TORCH_INTERNAL.search(str(frame.get("file", "")))]
     engine = _engine_mixes_devices(frames)
     if engine is not None:
         return engine
-    if inner and not library_file(str(inner[-1].get("file", ""))):
+    if own_model_raised(frames):
         return ("code_bug", ("fix_code",),
                 "two GPUs' tensors meet in the script's own code: it moves a tensor to a device of its own choosing "
                 "(cuda:<local rank>) instead of the model's or the runner's device")
@@ -87,7 +88,6 @@ def _devices_met_in_own_code(frames: list[dict]):
 
 
 _ENGINE_INTERNALS = re.compile(r"[/\\]deepspeed[/\\]runtime[/\\](?:zero|fp16|bf16_optimizer|engine)")
-_TORCH_INTERNAL = re.compile(r"[/\\]torch[/\\](?:nn|_tensor|autograd|functional|_dynamo|utils)")
 
 
 # the Trainer's own rename of its checkpoint folder (tmp-checkpoint-N -> checkpoint-N)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from triage.rules import HINT, ROOT, rule
-from triage.rules.exceptions import library_file
+from triage.rules.exceptions import library_file, loads_a_model
 
 _FIELDS = (
     r"conversations?|messages|text|instruction|input|output|prompt|chosen|rejected|response|completion|"
@@ -56,8 +56,7 @@ def _ragged_rows(text: str, frames: list[dict]):
 
 def _mapped_weights(text: str, frames: list[dict]):
     """A memory map cut short while loading a model's weights (safetensors maps its file): the checkpoint's."""
-    if any(re.search(r"from_pretrained|load_state_dict|safetensors|load_checkpoint", f"{frame.get('function', '')} "
-                     f"{frame.get('file', '')}") for frame in frames):
+    if loads_a_model(frames) or any("safetensors" in str(frame.get("file", "")) for frame in frames):
         return ("model_load", ("fix_path",), "a weights file is shorter than its header says: a cut download or copy")
     return None
 

@@ -404,11 +404,21 @@ def own_code(frames: list[dict]) -> str:
 _TORCH_LAYERS = re.compile(r"[/\\]torch[/\\](?:nn|_tensor|functional|autograd|_dynamo|utils|overrides)")
 
 
+def above_torch_layers(frames: list[dict]) -> list[dict]:
+    """The frames that are not torch's own layers and ops: the innermost is the code that called into them."""
+    return [frame for frame in frames if not _TORCH_LAYERS.search(str(frame.get("file", "")))]
+
+
 def own_model_raised(frames: list[dict]) -> bool:
     """Below torch's layers and ops, the innermost frame is the script's own code (its model's forward, its
     loss), not a library's model."""
-    inner = [frame for frame in frames if not _TORCH_LAYERS.search(str(frame.get("file", "")))]
+    inner = above_torch_layers(frames)
     return bool(inner) and not library_file(str(inner[-1].get("file", "")))
+
+
+def loads_a_model(frames: list[dict]) -> bool:
+    """The traceback runs through model or checkpoint loading (from_pretrained, load_state_dict, ...)."""
+    return any(_MODEL_LOADING.search(f"{frame.get('function', '')} {frame.get('file', '')}") for frame in frames)
 
 
 def _names_from_a_value(module: str, frames: list[dict]) -> bool:
@@ -425,7 +435,7 @@ def reading_data(frames: list[dict]) -> bool:
     """The traceback runs through a dataset's reading code (a DataLoader fetch, __getitem__, a data module)
     and not through model or checkpoint loading."""
     names = [str(frame.get("function", "")) + " " + str(frame.get("file", "")) for frame in frames]
-    return any(_DATA_FRAMES.search(name) for name in names) and not any(_MODEL_LOADING.search(name) for name in names)
+    return any(_DATA_FRAMES.search(name) for name in names) and not loads_a_model(frames)
 
 
 def classify(

@@ -23,7 +23,14 @@ from triage.commandline.files import named_files
 from triage.decide import Verdict, decide
 from triage.diagnosis import Diagnosis, Evidence, RootCause
 from triage.fingerprint import fingerprint
-from triage.fixes.common import config_items, deepspeed_config, lookup, training_configs, zero_offloads
+from triage.fixes.common import (
+    config_items,
+    deepspeed_config,
+    lookup,
+    nested_setting,
+    training_configs,
+    zero_offloads,
+)
 from triage.fixes.config_fixes import engine_in_job
 from triage.fixes.memory_fixes import SEQ_KEYS
 from triage.fixes.version_fixes import RENAMES
@@ -118,6 +125,9 @@ def _build(
     winner = _reread_label_count(winner, verdict, command, configs)
     winner = _reread_resumed_checkpoint(winner, verdict, command)
     winner = _reread_old_launch(winner, verdict, command, collected)
+    if winner is not None and winner.category == "host_oom" and _offload_shown(collected, command, configs):
+        # the job keeps optimizer states or parameters in host RAM: the fix order and the fix itself say so
+        winner = replace(winner, facts={**winner.facts, "offload_shown": True})
     if winner is not None and winner.category == "data_schema" and data_sample is not None:
         winner = _read_as(winner, data_rules.header_among_rows(verdict.message, data_sample))
     if winner is None:
@@ -128,8 +138,6 @@ def _build(
         if category == "data_pipeline" and filters:
             facts["filter_line"] = (filters[-1].text or "")[:300]  # the log's own count: the fix relaxes its limit
         kinds = _fix_kinds(winner, collected, verdict, command, configs, world_size)
-        if winner.facts.get("offload_shown"):
-            facts["offload_shown"] = True  # (learned while ordering the fixes: the fix says which setting)
         confidence = round(
             min(CONFIDENCE_CAP, CONFIDENCE_FLOOR + winner.weight * CONFIDENCE_PER_WEIGHT
                 + (CONFIDENCE_TRACEBACK if verdict.root_traceback else 0.0)), 2
@@ -302,11 +310,9 @@ def _job_setting(command: str | None, configs, keys: tuple[str, ...]) -> tuple[s
             return setting, value
     # a team's config nests its settings in sections (data: {max_len: 320})
     for setting in keys:
-        for _, conf in training_configs(context):
-            found = next((value for key, value in config_items(conf) if str(key) == setting
-                          and isinstance(value, int | float | str) and not isinstance(value, bool)), None)
-            if found is not None:
-                return setting, found
+        nested = nested_setting(context, (setting,))
+        if nested is not None:
+            return setting, nested[2]
     return None, None
 
 
@@ -659,9 +665,7 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
 def _fix_kinds(winner, collected, verdict: Verdict, command: str | None = None, configs=None,
                world_size: int | None = None) -> list[str]:
     kinds = list(winner.fixes)
-    if winner.category == "host_oom" and _offload_shown(collected, command, configs):
-        winner.facts["offload_shown"] = True
-    if winner.category == "host_oom" and (_offloads_to_cpu(configs or {}) or _offload_shown(collected, command, configs)):
+    if winner.category == "host_oom" and (_offloads_to_cpu(configs or {}) or winner.facts.get("offload_shown")):
         # ZeRO offload keeps optimizer states (and parameters) in pinned host RAM: that setting is what fills it
         kinds = ["fix_config", "shard_more", "reduce_batch_size"]
     elif winner.category == "host_oom":
@@ -802,12 +806,16 @@ def _sets_limits(command: str | None, configs) -> bool:
                for _, conf in training_configs(context) for key, value in config_items(conf))
 
 
+def _ranks_in_log(collected) -> set[int]:
+    """The ranks whose own lines are in the log."""
+    return {track for track in collected.tracks if track is not None}
+
+
 def _one_rank_raised_it(collected, verdict: Verdict) -> bool:
     """Of several ranks whose output is in the log, the failing rank alone raised the root exception (a chat
     template's TemplateError on one rank's conversations)."""
     rank = verdict.failing_rank
-    seen = {track for track in collected.tracks if track is not None}
-    if rank is None or len(seen) < 2 or verdict.exception != "TemplateError":
+    if rank is None or len(_ranks_in_log(collected)) < 2 or verdict.exception != "TemplateError":
         return False
     raised = {tb.rank for tb in collected.tracebacks if tb.exception and tb.exception.endswith(verdict.exception)}
     return raised - {None} == {rank}
@@ -820,7 +828,7 @@ def _only_some_ranks_loaded_another_shape(collected, verdict: Verdict, winner) -
     """Of several ranks whose output is in the log, only some (the failing rank among them) found the checkpoint
     of another shape; the others printed lines but no such error."""
     rank = verdict.failing_rank
-    seen = {track for track in collected.tracks if track is not None}
+    seen = _ranks_in_log(collected)
     another_shape = winner.rule_id != "model_load.state_dict" or "size mismatch" in (verdict.message or "")
     if rank is None or len(seen) < 2 or not another_shape:
         return False

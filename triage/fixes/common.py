@@ -64,7 +64,7 @@ def nested_setting(ctx, keys: tuple[str, ...]) -> tuple[str, str, Any] | None:
             return None
         for key, value in list(node.items())[:500]:
             dotted = f"{path}.{key}" if path else str(key)
-            if str(key) in keys and isinstance(value, int | str) and not isinstance(value, bool):
+            if str(key) in keys and isinstance(value, int | float | str) and not isinstance(value, bool):
                 return dotted, value
             found = walk(value, dotted, depth + 1)
             if found is not None:

@@ -333,10 +333,14 @@ _EMPTY_SIZE = re.compile(r"size of tensor \w \(0\)|shapes cannot be multiplied \
 _ZERO3_NAME = re.compile(r"z(?:ero)?[-_]?3|stage[-_]?3", re.IGNORECASE)
 
 
+def _config_context(configs):
+    """The job's configs as the fix builders' readers take them (training_configs, deepspeed_config)."""
+    return fix_builders.FixContext(category="", configs=configs or {})
+
+
 def _zero3_job(cmd, configs) -> bool:
     """The job runs DeepSpeed ZeRO stage 3: its DeepSpeed or accelerate config says so, or the file it names does."""
-    context = fix_builders.FixContext(category="", configs=configs or {})
-    name, conf = deepspeed_config(context, cmd)
+    name, conf = deepspeed_config(_config_context(configs), cmd)
     zero = (conf or {}).get("zero_optimization") if isinstance(conf, dict) else None
     if isinstance(zero, dict) and str(zero.get("stage")) == "3":
         return True
@@ -362,7 +366,7 @@ def _size_settings(configs) -> list[str]:
                 found.append((not in_model, name))
             walk(value, in_model or bool(_MODEL_SECTION.search(name)), depth + 1)
 
-    for _, conf in training_configs(fix_builders.FixContext(category="", configs=configs or {})):
+    for _, conf in training_configs(_config_context(configs)):
         walk(conf, False, 0)
     return list(dict.fromkeys(name for _, name in sorted(found, key=lambda item: item[0])))
 
@@ -801,9 +805,8 @@ def _sets_limits(command: str | None, configs) -> bool:
     cmd = parse_command(command or "")
     if any(_LIMIT_SETTING.search(flag.key) for flag in cmd.script_flags):
         return True
-    context = fix_builders.FixContext(category="", configs=configs or {})
     return any(_LIMIT_SETTING.search(str(key)) and not isinstance(value, dict | list | bool)
-               for _, conf in training_configs(context) for key, value in config_items(conf))
+               for _, conf in training_configs(_config_context(configs)) for key, value in config_items(conf))
 
 
 def _ranks_in_log(collected) -> set[int]:

@@ -49,13 +49,7 @@ def fix_config(ctx, kind: str) -> dict:
     if (ctx.facts or {}).get("partitioned_weights"):
         return whole_weights(ctx, kind)
     if (ctx.facts or {}).get("old_launch_without_env"):
-        edits = Edits(ctx)
-        edits.rw.set_flag(("use_env", "use-env"), True, where="launcher")
-        return edits.fix(kind, "Launch with --use_env (or torchrun) so LOCAL_RANK is set",
-                         "The old torch.distributed.launch passes --local_rank as an argument; the script reads "
-                         "LOCAL_RANK from the environment, which that launcher sets only with --use_env.",
-                         notes=["torchrun (python -m torch.distributed.run) always sets LOCAL_RANK, RANK and "
-                                "WORLD_SIZE", "or have the script take --local_rank from its arguments"])
+        return launch_with_env(ctx, kind)
     edits = Edits(ctx)
     zeros = (ctx.facts or {}).get("zero_settings")
     if zeros:
@@ -291,3 +285,14 @@ def whole_weights(ctx, kind: str) -> dict:
         notes.insert(0, f"set ZeRO stage 2 in {name or 'the DeepSpeed config'} for this run")
     return edits.fix(kind, "Run this step with ZeRO-2 (whole weights on every rank)",
                      "The step uses weights that ZeRO-3 holds partitioned (size 0) on each rank.", notes=notes)
+
+
+def launch_with_env(ctx, kind: str) -> dict:
+    """The old torch.distributed.launch without --use_env, for a script that reads LOCAL_RANK: add the flag."""
+    edits = Edits(ctx)
+    edits.rw.set_flag(("use_env", "use-env"), True, where="launcher")
+    return edits.fix(kind, "Launch with --use_env (or torchrun) so LOCAL_RANK is set",
+                     "The old torch.distributed.launch passes --local_rank as an argument; the script reads "
+                     "LOCAL_RANK from the environment, which that launcher sets only with --use_env.",
+                     notes=["torchrun (python -m torch.distributed.run) always sets LOCAL_RANK, RANK and "
+                            "WORLD_SIZE", "or have the script take --local_rank from its arguments"])

@@ -69,6 +69,26 @@ def _frame_index(collected: Collected) -> dict[tuple[str, int], Traceback]:
     return index
 
 
+# a message's later lines ("Last error:" / "Duplicate GPU ...") follow its exception line within a few lines
+_CONTINUATION_LINES = 12
+
+
+def _by_source(collected: Collected) -> dict[str, list[Traceback]]:
+    index: dict[str, list[Traceback]] = {}
+    for tb in collected.tracebacks:
+        if tb.exc_line is not None:
+            index.setdefault(tb.source, []).append(tb)
+    return index
+
+
+def _continued(hit, by_source: dict[str, list[Traceback]]) -> Traceback | None:
+    """The traceback whose exception message goes on onto the hit's line (a multi-line message's later line)."""
+    for tb in by_source.get(hit.source, ()):
+        if tb.exc_line < hit.line <= tb.exc_line + _CONTINUATION_LINES and hit.rule.match(tb.message or ""):
+            return tb
+    return None
+
+
 def _chain(tb: Traceback | None, links: int = 21) -> list[Traceback]:
     """A traceback and the exceptions it re-raised or was raised from, the last raised first."""
     out = []
@@ -91,6 +111,7 @@ def _chain_messages(tb: Traceback | None) -> str:
 def candidates(collected: Collected) -> list[Candidate]:
     by_exc_line = _traceback_index(collected)
     by_frame = _frame_index(collected)
+    by_source = _by_source(collected)
     out: list[Candidate] = []
     claimed: set[int] = set()
     confirmations = [hit for hit in collected.hits if hit.rule.role == CONFIRMATION]
@@ -112,8 +133,9 @@ def candidates(collected: Collected) -> list[Candidate]:
             weight *= BENIGN_FACTOR
         category, fixes, summary = hit.rule.category, list(hit.rule.fixes), hit.rule.summary
         meant = None
-        if hit.rule.within:  # a line without a traceback is read with no frames
-            meant = hit.rule.within(f"{hit.text or ''}\n{_chain_messages(tb)}", list(tb.frames) if tb else [])
+        if hit.rule.within:  # a line without a traceback (nor a message it continues) is read with no frames
+            read = tb or _continued(hit, by_source)
+            meant = hit.rule.within(f"{hit.text or ''}\n{_chain_messages(read)}", list(read.frames) if read else [])
         if meant is False:
             continue  # the rule's reading says the line is not its failure: the exception layer reads it
         if on_exception_line is not None:

@@ -25,15 +25,32 @@ def _timeout(match: re.Match) -> dict:
     return out
 
 
+# the launcher library places each process on its GPU (accelerate's state): two ranks on one GPU are more
+# processes than GPUs, or overlapping CUDA_VISIBLE_DEVICES, before they are the script's code
+_LAUNCHER_PLACES = re.compile(r"[/\\]accelerate[/\\]")
+# a Ray-scheduled rollout/inference worker (vLLM under Ray): its release assigns the GPUs
+_RAY_WORKER = re.compile(r"[/\\](?:ray|vllm)[/\\]")
+
+
 def _own_script_places_devices(text: str, frames: list[dict]):
-    """Two ranks on one GPU from the team's own script (it builds the process group or DDP itself): it never
-    called torch.cuda.set_device(local_rank), so every rank uses GPU 0. Inside a framework, its release or
-    its device settings place the ranks."""
-    if not any(not library_file(str(frame.get("file", ""))) for frame in frames):
-        return None
-    return ("nccl_error", ("fix_code", "fix_config"),
-            "two ranks were placed on the same GPU: the script never calls torch.cuda.set_device(local_rank) "
-            "(or builds its device from the global rank) before creating the process group or DDP")
+    """Two ranks on one GPU. From the team's own script (it builds the process group or DDP itself): it never
+    called torch.cuda.set_device(local_rank), so every rank uses GPU 0. Inside a Ray-scheduled worker, the
+    release assigns the GPUs. Otherwise (accelerate placing the processes, or no frames) the launch asked for
+    more processes than the GPUs it was given."""
+    files = [str(frame.get("file", "")) for frame in frames]
+    if any(_LAUNCHER_PLACES.search(path) for path in files):
+        return ("nccl_error", ("fix_config", "fix_code"),
+                "two ranks were placed on the same GPU: the launch starts more processes than the GPUs it sees "
+                "(num_processes against CUDA_VISIBLE_DEVICES)")
+    if any(not library_file(path) for path in files):
+        return ("nccl_error", ("fix_code", "fix_config"),
+                "two ranks were placed on the same GPU: the script never calls torch.cuda.set_device(local_rank) "
+                "(or builds its device from the global rank) before creating the process group or DDP")
+    if any(_RAY_WORKER.search(path) for path in files):
+        return None  # the rule's own reading: the release's GPU assignment first
+    return ("nccl_error", ("fix_config", "fix_code", "pin_versions"),
+            "two ranks were placed on the same GPU: the launch starts more processes than the GPUs it sees "
+            "(nproc_per_node / num_processes against CUDA_VISIBLE_DEVICES)")
 
 
 def _laggards(match: re.Match) -> dict:

@@ -749,6 +749,14 @@ def _explain(
     if module is not None:
         category, fixes, where = module
         return category, fixes, 0.35, f"where it was raised ({where})"
+    if exception == "KeyError" and frames and not raised_in_user_code \
+            and _RESTORES.search(str(frames[-1].get("function", ""))):
+        # a library's own checkpoint-restoring function missing an entry it expects ('step', 'optimizer',
+        # 'model'): the file given to it is another kind of checkpoint (a released inference file, another
+        # trainer's layout)
+        return ("model_load", ["fix_path", "fix_config"], 0.45,
+                "the checkpoint lacks an entry the library's restore function expects: it is another kind of "
+                "checkpoint than the one that library writes")
     if exception in _CODE_BUGS or exception == "KeyError":
         if raised_in_user_code or not frames:
             return "code_bug", ["fix_code"], (0.4 if frames else 0.25), f"a {exception} in the script's own code"
@@ -965,6 +973,10 @@ def _signature_change(exception: str, message: str, frames: list[dict]):
 _CHECKPOINT_FRAMES = re.compile(r"serialization\.py|load_state_dict|from_pretrained|modeling_utils|load_checkpoint|"
                                 r"safetensors|torch\.load|_load_from", re.I)
 _CHECKPOINT_FILES = re.compile(r"\.(?:pt|pth|bin|ckpt|safetensors)\b|checkpoint|config\.json|adapter_", re.I)
+
+
+# a library function that restores a run or a model from a checkpoint it reads
+_RESTORES = re.compile(r"restore|load_checkpoint|load_state_dict|load_model|resume", re.IGNORECASE)
 
 
 def _loads_checkpoint(message: str, frames: list[dict]) -> bool:

@@ -58,6 +58,8 @@ def test_one_term_of_the_loss_non_finite_points_at_that_terms_code(tmp_path):
     ("loss=nan at step=12 lr=3e-4 grad_norm=1.2", []),
     # a progress bar's validation loss is not a term of the training loss
     ("Epoch 3: 62%| 721/1172 [02:34<01:36, 4.66it/s, v_num=q2x8, train_loss=nan, val_loss=0.251]", []),
+    # nor is a trainer's update counter in its postfix
+    ("Epoch 9/12:  40%| 811/2020 [03:12<04:47, 4.2update/s, update=431000, loss=nan]", []),
 ])
 def test_non_finite_terms(message, terms):
     assert non_finite_terms(message) == terms

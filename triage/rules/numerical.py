@@ -86,7 +86,7 @@ RULES = [
 
 # a named term of the loss and its value, as a script prints them ("ce=4.78 aux=nan", "kl: nan, ce: 4.70")
 _LOSS_TERM = re.compile(r"\b([A-Za-z][\w.]{0,24})\s*[=:]\s*(nan|-?inf|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
-_NOT_A_TERM = re.compile(r"^(?:step|epoch|iter|iteration|rank|batch|lr|learning_rate|grad_norm|gnorm|grad|"
+_NOT_A_TERM = re.compile(r"^(?:(?:global_)?steps?|epochs?|iters?|iteration|updates?|rank|batch|lr|learning_rate|grad_norm|gnorm|grad|"
                          r"micro[-_]?batch|tokens?|samples?|t|scale|loss_scale|process|v_num|"
                          r"(?:val|valid|eval|test)\w*)$", re.IGNORECASE)
 

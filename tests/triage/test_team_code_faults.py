@@ -455,12 +455,12 @@ def test_an_accelerate_config_states_the_world_the_command_leaves_to_it(tmp_path
 
 def test_the_global_rank_used_as_a_gpu_index_is_the_scripts_and_a_count_past_the_gpus_a_setting(tmp_path):
     # srun --label pads task numbers to the widest ("11: ", " 8: "): both are task labels, never hosts
-    def ranks(code: str) -> str:
+    def ranks(code: str, where: str = "/home/vit/dist_utils.py") -> str:
         out = ""
         for rank in (8, 11):
             out += "".join(f"{rank:2d}: {line}\n" for line in (
                 "Traceback (most recent call last):",
-                '  File "/home/vit/dist_utils.py", line 19, in setup_distributed', f"    {code}",
+                f'  File "{where}", line 19, in setup_distributed', f"    {code}",
                 '  File "/venv/lib/python3.12/site-packages/torch/cuda/__init__.py", line 567, in set_device',
                 "    torch._C._cuda_setDevice(device)",
                 "torch.AcceleratorError: CUDA error: invalid device ordinal"))
@@ -469,6 +469,10 @@ def test_the_global_rank_used_as_a_gpu_index_is_the_scripts_and_a_count_past_the
     assert (by_rank.category, by_rank.failing_rank, by_rank.fixes[0]["kind"]) == ("code_bug", 8, "fix_code")
     local = _run(tmp_path, ranks("torch.cuda.set_device(local_rank)"), name="local.log")
     assert local.category == "config_invalid"
+    # a trainer library's own DDP set-up doing it: its release, or the script setting the device itself
+    library = _run(tmp_path, ranks("torch.cuda.set_device(RANK)", "/opt/conda/lib/python3.9/site-packages/"
+                                   "detkit/engine/trainer.py"), name="library.log")
+    assert (library.category, [fix["kind"] for fix in library.fixes][:2]) == ("code_bug", ["fix_code", "pin_versions"])
 
 
 def test_a_gpu_feature_for_a_newer_gpu_model_is_a_setting_for_another_gpu(tmp_path):

@@ -11,19 +11,28 @@ _GLOBAL_RANK_DEVICE = re.compile(r"(?:set_device\(|device\(\s*f?[\"']cuda:?\{?|\
                                  r"\b(?:rank|global_rank|world_rank|SLURM_PROCID|RANK|get_rank\(\))\b", re.IGNORECASE)
 
 
+_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
+
+
 def _device_from_global_rank(frames: list[dict]):
-    """The script's own line picks the GPU by the global rank: on the second node rank 8 asks for GPU 8."""
+    """The line that called torch picks the GPU by the global rank: on the second node rank 8 asks for GPU 8.
+    In the script's own code, that line; in a library's (a trainer's DDP set-up), its release's."""
     from triage.rules.exceptions import library_file
 
     for frame in reversed(frames):
-        if library_file(str(frame.get("file", ""))):
+        path = str(frame.get("file", ""))
+        if _TORCH_FILE.search(path) or path.startswith("<"):
             continue
         code = str(frame.get("code", ""))
-        if _GLOBAL_RANK_DEVICE.search(code) and "local" not in code.lower():
-            return ("code_bug", ("fix_code",),
-                    f"the script picks the GPU by the global rank ({code.strip()[:80]}): past the first node that "
-                    "index does not exist; use the local rank (LOCAL_RANK, SLURM_LOCALID)")
-        break
+        if not _GLOBAL_RANK_DEVICE.search(code) or "local" in code.lower():
+            return None
+        if library_file(path):
+            return ("code_bug", ("fix_code", "pin_versions"),
+                    f"the library picks the GPU by the global rank ({code.strip()[:80]}): past the first node that "
+                    "index does not exist; a release that uses the local rank, or set the device in the script")
+        return ("code_bug", ("fix_code",),
+                f"the script picks the GPU by the global rank ({code.strip()[:80]}): past the first node that "
+                "index does not exist; use the local rank (LOCAL_RANK, SLURM_LOCALID)")
     return None
 
 

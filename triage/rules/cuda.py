@@ -51,6 +51,19 @@ RULES = [
         "a CUDA kernel read a misaligned address (often fp16 kernels on odd tensor shapes)",
     ),
     rule(
+        # a GPU in exclusive-process compute mode already held by another process (a stale job), or one the
+        # driver cannot give out: nothing in the job's code, and the job can run without that GPU
+        "cuda.device_busy",
+        "cuda_error",
+        ROOT,
+        ["busy or unavailable"],
+        r"CUDA-capable devices? (?:is/are|are|is) busy or unavailable",
+        ["fix_config", "replace_hardware", "debug_cuda"],
+        0.85,
+        "a GPU is held by another process (exclusive compute mode) or unavailable: free it (end the stale "
+        "process, compute mode Default) or leave it out with CUDA_VISIBLE_DEVICES",
+    ),
+    rule(
         "cuda.illegal_access",
         "cuda_error",
         ROOT,

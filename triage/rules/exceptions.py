@@ -497,6 +497,12 @@ def _explain(
     in_data = not in_metrics and any(
         _DATA_FRAMES.search(frame.get("function", "") + " " + frame.get("file", "")) for frame in frames[-4:]
     )
+    if exception == "TypeError" and _COLLATE_FOUND_OBJECT.search(message):
+        # the default collate meeting an object of a library's or the script's own class (a graph, an image
+        # object): the script batches objects that need their own loader or collate_fn
+        return ("code_bug", ["fix_code"], 0.45,
+                "the default collate cannot batch the dataset's objects: the script needs the loader or collate_fn "
+                "made for them")
     cut = _RESHAPE.search(message) if in_data and exception == "ValueError" else None
     if cut and int(cut.group(1)) < math.prod(int(n) for n in re.findall(r"\d+", cut.group(2))):
         # numpy reshaping the bytes a data file gave into the shape its header or the code expects, with fewer
@@ -854,7 +860,8 @@ _OPTIMIZER_FILE = re.compile(r"torch[/\\]optim[/\\]optimizer\.py$")
 _MISSING_FIELD = re.compile(r"missing 1 required (?:positional|keyword-only) argument: ('\w+')")
 _SIGNATURE = re.compile(
     r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given|"
-    r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument"
+    r"missing \d+ required (?:positional|keyword-only) arguments?|unexpected keyword argument|"
+    r"got multiple values for (?:keyword )?argument"
 )
 _FIELD_TYPE = re.compile(r"^`?\w+`? (?:should|must) be (?:an? )?(?:str|string|list|dict|int)\b.{0,20}\bbut got\b")
 _REWARD_FRAME = re.compile(r"reward", re.IGNORECASE)
@@ -973,6 +980,11 @@ def _signature_change(exception: str, message: str, frames: list[dict]):
 _CHECKPOINT_FRAMES = re.compile(r"serialization\.py|load_state_dict|from_pretrained|modeling_utils|load_checkpoint|"
                                 r"safetensors|torch\.load|_load_from", re.I)
 _CHECKPOINT_FILES = re.compile(r"\.(?:pt|pth|bin|ckpt|safetensors)\b|checkpoint|config\.json|adapter_", re.I)
+
+
+# default_collate refusing an object of a dotted class (`torch_geometric.data.data.Data`, `PIL.Image.Image`); a
+# None or a string is what a row gave, not the loader the script chose
+_COLLATE_FOUND_OBJECT = re.compile(r"default_collate: batch must contain .{0,80}; found <class '[A-Za-z_]\w*\.[\w.]+'>")
 
 
 # a library function that restores a run or a model from a checkpoint it reads

@@ -343,6 +343,19 @@ RULES = [
         within=lambda text, frames: _device_from_global_rank(frames),
     ),
     rule(
+        # a launcher's or framework's own check that the world it was told of fits the GPUs this process sees
+        # (fairseq's single-node fallback when the multi-node init was not configured, a step given no GPUs)
+        "config.world_past_devices",
+        "config_invalid",
+        ROOT,
+        ["available devices", "available GPUs"],
+        r"world[ _]size (?:is |of |= ?)?\d+ but (?:only )?(?:have|has|found|there are) \d+ available (?:devices|GPUs)",
+        ["fix_config", "fix_rendezvous"],
+        0.8,
+        "the world size the job was given does not fit the GPUs this process sees: a step without its GPUs, or a "
+        "multi-node job that fell back to single-node start-up (its multi-node init settings are missing)",
+    ),
+    rule(
         "config.no_process_group",
         "config_invalid",
         ROOT,

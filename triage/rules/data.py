@@ -153,6 +153,19 @@ RULES = [
         "the data is not in the format the loader expects",
     ),
     rule(
+        # a fine-tuning framework refusing a dataset of one kind (preference pairs, pre-training text) for a stage
+        # that takes another (SFT): the stage chosen, or the dataset's declared kind
+        "data.wrong_stage",
+        "data_schema",
+        ROOT,
+        ["not applicable in the current", "not supported in the current"],
+        r"dataset (?:is|are) not (?:applicable|supported) (?:in|for) the current (?:training )?stage",
+        ["fix_config", "convert_data_format"],
+        0.8,
+        "the dataset is of a kind (preference pairs, plain text) the chosen training stage does not take: "
+        "choose the stage that trains on it, or give this stage a dataset of its kind",
+    ),
+    rule(
         "data.json_decode",
         "data_corrupt",
         ROOT,

@@ -67,8 +67,10 @@ _STEPS = [
     # a column bar after the tags: "[rank=3] || torch.OutOfMemoryError" (Determined's trial logs)
     re.compile(r"\|{1,2}\s+(?=\S)"),
     # Ray actors and workers: "(RayTrainWorker pid=1234, ip=10.1.2.3) ", "(Runner pid=7) ", an actor named with
-    # its rank "(MegatronPolicyWorker[rank=13] pid=811291, ip=10.0.2.53) "
-    re.compile(r"\((?:[\w.:\-]+(?:\[[\w=:, ]{1,40}\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
+    # its rank "(MegatronPolicyWorker[rank=13] pid=811291, ip=10.0.2.53) ", vLLM's worker processes with their
+    # tensor-parallel rank "(VllmWorker rank=0 pid=3314) ", "(VllmWorker TP1 pid=77) "
+    re.compile(r"\((?:[\w.:\-]+(?:\[[\w=:, ]{1,40}\])?\s+)?(?:(?:rank=\d{1,5}|TP\d{1,3}|DP\d{1,3})\s+)?"
+               r"pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s*"),
 ]
 RAY_ACTOR = _STEPS[-1]
 # `docker compose logs`: "trainer-1  | ", "proj_trainer_1  | " (the service's replica number, then a bar)

@@ -20,6 +20,10 @@ from triage.rules import exceptions
         ("2022-12-28 16:13:02 [ERROR]  RuntimeError: CUDA error", "RuntimeError: CUDA error"),
         ("2023-09-14 21:27:58\t2023-09-14 21:27:58.000 [INFO] [Driver] KeyError: 'x'", "KeyError: 'x'"),
         ("(RayTrainWorker pid=4242, ip=10.1.2.3) ValueError: bad", "ValueError: bad"),
+        # vLLM's worker processes, named with their tensor-parallel rank, then vLLM's own logger
+        ("(VllmWorker rank=1 pid=907) ERROR 03-02 11:04:09 [multiproc_executor.py:512] RuntimeError: NCCL error",
+         "RuntimeError: NCCL error"),
+        ("(VllmWorker TP1 pid=907) IndexError: out of range", "IndexError: out of range"),
         ("2025-10-14T09:31:14.329Z stdout F TypeError: nope", "TypeError: nope"),
         ("2024-08-07 13:34:11 - INFO - datasets.builder - Generating", "Generating"),
         ("2024-01-02 10:00:00.123 | ERROR    | __main__:main:12 - AssertionError: x", "AssertionError: x"),

@@ -203,3 +203,22 @@ def test_numpy_refusing_a_seed_the_script_computed_is_the_scripts_bug(tmp_path):
             "ValueError: Seed must be between 0 and 2**32 - 1\n")
     result = _diagnose(tmp_path, text)
     assert (result.category, result.fixes[0]["kind"]) == ("code_bug", "fix_code")
+
+
+def test_a_models_downloaded_code_is_not_the_teams_own(tmp_path):
+    # trust_remote_code: transformers runs the model's own modeling file from its module cache; two GPUs'
+    # tensors meeting there are the model spread over the GPUs of one rank, not a line the team wrote
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = ("Traceback (most recent call last):\n"
+            '  File "/home/ab/sft/train.py", line 301, in <module>\n'
+            "    trainer.train()\n"
+            '  File "/opt/venv/lib/python3.10/site-packages/transformers/trainer.py", line 2735, in training_step\n'
+            "    loss = self.compute_loss(model, inputs)\n"
+            '  File "/home/ab/.cache/huggingface/modules/transformers_modules/Chat-7B/modeling_chat.py", line 901, '
+            "in rotate\n"
+            "    q = q * cos + rotate_half(q) * sin\n"
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:3 and cuda:2!\n")
+    result = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 4 train.py")
+    assert (result.category, result.fixes[0]["kind"]) == ("config_invalid", "fix_config")

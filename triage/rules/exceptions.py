@@ -347,10 +347,15 @@ _CHECKOUT = re.compile(r"[/\\](?:nemo|megatron|nemo_aligner|llamafactory|axolotl
                        r"(?:[\w.-]+[/\\])*[\w.-]+\.py$")
 
 
+# a model's own code that transformers downloaded with it (trust_remote_code): the model's authors', not the team's
+_REMOTE_CODE = re.compile(r"[/\\]transformers_modules[/\\]")
+
+
 def library_file(path: str) -> bool:
     """An installed library's or the interpreter's file, or a framework's source checkout, not the user's
     own code."""
-    return bool(_SITE.search(path)) or path.startswith("<") or bool(_CHECKOUT.search(path))
+    return bool(_SITE.search(path)) or path.startswith("<") or bool(_CHECKOUT.search(path)) \
+        or bool(_REMOTE_CODE.search(path))
 
 
 # "cannot import name 'x' from 'pkg' (/path/pkg/__init__.py)": Python says which file it imported

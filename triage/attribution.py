@@ -11,6 +11,15 @@ from triage.rules.exceptions import library_file
 from triage.tracebacks import Traceback
 
 
+def _own_store_server(winner: Candidate) -> bool:
+    """The port refused to a training process's own init_process_group (the env:// or tcp:// store it serves
+    as rank 0), not to torchrun's agent or a framework's side group."""
+    frames = winner.traceback.frames if winner.traceback is not None else []
+    functions = [str(frame.get("function", "")) for frame in frames]
+    return "_create_c10d_store" in functions and any(name.endswith("init_process_group") for name in functions) \
+        and not any("elastic" in str(frame.get("file", "")) for frame in frames)
+
+
 def first_failing_rank(
     collected: Collected, winner: Candidate, pool: list[Candidate], world_size: int | None
 ) -> tuple[int | None, str]:
@@ -42,6 +51,10 @@ def first_failing_rank(
     by_pid = _rank_by_pid(collected, winner)
     if by_pid is not None:
         return by_pid, "the worker pid the error names, in the launcher's table of pids and world ranks"
+    if winner.rule_id == "rendezvous.port_in_use" and "deepspeed" in launcher.launchers and _own_store_server(winner):
+        # (the DeepSpeed launcher's kill line names the last process it started, not the one that failed)
+        return 0, ("the process that binds the job's store server is global rank 0 (its own "
+                   "init_process_group, not a launcher's agent)")
     if winner.category == "hardware":
         pci = _PCI.search(winner.text or "")
         by_bus = ncclinit.rank_of_bus(collected.launcher, pci.group(1), winner.source or "") if pci else None

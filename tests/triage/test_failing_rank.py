@@ -662,3 +662,29 @@ def test_a_rank_whose_gloo_pair_was_closed_after_a_timeout_was_waiting_not_stall
     result = diagnose([log], command="torchrun --nproc_per_node 3 fit.py")
     assert result.category == "nccl_timeout"
     assert result.failing_rank == 0
+
+
+def test_a_deepspeed_jobs_store_port_in_use_is_rank_0s_own_server(tmp_path):
+    # the store server is bound by global rank 0's init_process_group; the launcher's kill line names the last
+    # process it started (local rank 3), not the one whose bind failed
+    from tests.triage.triage_helpers import diagnose_text
+
+    site = "/opt/venv/lib/python3.10/site-packages/torch/distributed"
+    text = (
+        "[2024-03-02 10:00:01,100] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=4, node_rank=0\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/q/vlm/train.py", line 40, in <module>\n'
+        "    deepspeed.init_distributed()\n"
+        f'  File "{site}/distributed_c10d.py", line 1170, in init_process_group\n'
+        "    store, rank, world_size = next(rendezvous_iterator)\n"
+        f'  File "{site}/rendezvous.py", line 246, in _env_rendezvous_handler\n'
+        "    store = _create_c10d_store(master_addr, master_port, rank, world_size, timeout)\n"
+        f'  File "{site}/rendezvous.py", line 174, in _create_c10d_store\n'
+        "    return TCPStore(\n"
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket "
+        "has failed to bind to [::]:29611 (errno: 98 - Address already in use).\n"
+        "[2024-03-02 10:00:09,022] [ERROR] [launch.py:321:sigkill_handler] ['/opt/venv/bin/python', '-u', "
+        "'train.py', '--local_rank=3', '--deepspeed', 'ds.json'] exits with return code = 1\n"
+    )
+    result = diagnose_text(tmp_path, text, command="deepspeed --num_gpus 4 train.py --deepspeed ds.json")
+    assert (result.category, result.failing_rank) == ("rendezvous", 0)

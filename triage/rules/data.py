@@ -166,6 +166,19 @@ RULES = [
         "choose the stage that trains on it, or give this stage a dataset of its kind",
     ),
     rule(
+        # a streaming dataset (webdataset) refusing to hand every rank the same shard list: the pipeline must
+        # split its shards by node and worker in a multi-process job
+        "data.shards_not_split",
+        "data_pipeline",
+        ROOT,
+        ["reconfigured for multinode", "reconfigured for multi-node", "nodesplitter"],
+        r"(?:input )?pipeline needs to be reconfigured for multi-?node training|nodesplitter",
+        ["fix_code", "pin_versions"],
+        0.75,
+        "the streaming dataset refuses to give every rank the same shards: build its pipeline with a node "
+        "splitter (split_by_node, then split_by_worker) or with resampled shards",
+    ),
+    rule(
         "data.json_decode",
         "data_corrupt",
         ROOT,

@@ -75,7 +75,9 @@ _LOADING_FUNCTIONS = re.compile(
 )
 _TRAINING_FUNCTIONS = re.compile(
     r"backward|_inner_training_loop|training_step|train_step|train_batch|optimizer_step|_run_epoch|"
-    r"fit_loop|run_training_epoch|advance|training_loop|compute_loss|get_batch_samples|^step$"
+    r"fit_loop|run_training_epoch|advance|training_loop|compute_loss|get_batch_samples|^step$|"
+    # DDP's own forward: the wrapped model run for a training step
+    r"^_run_ddp_forward$"
 )
 
 

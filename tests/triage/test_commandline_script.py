@@ -61,6 +61,11 @@ def test_a_rewrite_changes_every_node_and_keeps_the_layout():
      "accelerate", "sft.py", {}),
     ("cd /work && source venv/bin/activate && OMP_NUM_THREADS=4 python -m torch.distributed.run "
      "--nproc_per_node 2 train.py --seed 1; echo done", "torchrun", "train.py", {"OMP_NUM_THREADS": "4"}),
+    # limits and scheduling the job runs under, with their own arguments before the command
+    ("MASTER_PORT=30465 prlimit --as=2147483648 timeout 60 python pretrain.py --config c.yaml 2>&1 | tee x.log",
+     "python", "pretrain.py", {"MASTER_PORT": "30465"}),
+    ("timeout -s INT 2h nice -n 5 taskset -c 0-7 torchrun --nproc_per_node 4 train.py", "torchrun", "train.py", {}),
+    ("taskset 0xff accelerate launch --num_processes 2 sft.py", "accelerate", "sft.py", {}),
 ])
 def test_it_finds_the_launch_command_behind_wrappers_and_other_commands(text, launcher, script, env):
     cmd = parse_command(text)

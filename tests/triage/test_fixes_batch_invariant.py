@@ -62,3 +62,17 @@ def test_a_corrected_command_that_changes_the_global_batch_is_not_shown():
     assert shown["command"] is None and shown["check"]["passed"] is False
     right = dict(wrong, command=wrong["command"].replace("steps 2", "steps 4"))
     assert _global_batch_kept(ctx, right, 64, 4) is None
+
+
+def test_the_batch_is_read_and_cut_in_the_config_section_named_after_the_script(tmp_path):
+    # one team config with a section per script: pretrain_ddp.py reads `pretrain:`, not the probe's or the
+    # fine-tune's batch
+    from triage.fixes import FixContext, build_fixes
+
+    config = {"pretrain": {"batch_size": 1024, "knn_monitor": {"batch_size": 256}},
+              "finetune": {"per_device_train_batch_size": 32}}
+    ctx = FixContext(category="host_oom", command="prlimit --as=2147483648 timeout 60 python pretrain_ddp.py "
+                     "--config config.yaml", configs={"config.yaml": config}, world_size=2)
+    fix = build_fixes(["reduce_batch_size"], ctx)[0]
+    assert fix["title"].startswith("Cut the per-device batch 1024 -> 512")
+    assert {"where": "config", "file": "config.yaml", "key": "pretrain.batch_size", "new": 512} in fix["changes"]

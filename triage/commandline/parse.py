@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 
 from .tokens import TokenLine, tokenize
 
-WRAPPERS = {"srun", "sbatch", "salloc", "mpirun", "mpiexec", "nohup", "time", "exec", "stdbuf", "numactl"}
+WRAPPERS = {"srun", "sbatch", "salloc", "mpirun", "mpiexec", "nohup", "time", "exec", "stdbuf", "numactl",
+            # process limits and scheduling a job is run under: `timeout 60`, `prlimit --as=...`, `nice -n 5`
+            "timeout", "prlimit", "nice", "ionice", "taskset", "setsid", "chrt"}
+# wrappers whose first word after their options is an argument of theirs, not the command: `timeout 2h`,
+# `taskset 0xff`, `chrt 50`
+_WRAPPER_ARGUMENT = {"timeout": re.compile(r"^\d+(?:\.\d+)?[smhd]?$"), "taskset": re.compile(r"^(?:0x)?[0-9a-fA-F,-]+$"),
+                     "chrt": re.compile(r"^\d+$")}
 WRAPPER_SWITCHES = {
     "-l", "--label", "--pty", "-u", "--unbuffered", "--exclusive", "-v", "-Q", "--quiet", "--overlap",
     "-K", "--allow-run-as-root", "--oversubscribe", "--tag-output", "--report-bindings",
@@ -277,6 +283,9 @@ def _parse_into(cmd: LaunchCommand) -> None:
             cmd.wrappers.append(base)
             flags, i = _read_flags(cmd, i + 1, end, WRAPPER_SWITCHES, stop_at_word=True)
             cmd.wrapper_flags.extend(flags)
+            argument = _WRAPPER_ARGUMENT.get(base)
+            if argument is not None and i < end and argument.match(tokens[i].value) and i + 1 < end:
+                i += 1
             if base == "sbatch" and i < end:
                 cmd.launcher, cmd.launcher_index = "sbatch", i - 1
                 _read_script(cmd, i, end)

@@ -16,6 +16,7 @@ from .common import (
     evidence_text,
     job_world_size,
     lookup,
+    script_section_setting,
     series_capacity_gib,
     verify,
 )
@@ -66,6 +67,10 @@ def batch_change(ctx, kind: str) -> dict:
     batch_text, where = lookup(ctx, cmd, BATCH_KEYS)
     accum_text, _ = lookup(ctx, cmd, ACCUM_KEYS)
     notes = []
+    section = script_section_setting(ctx, cmd, BATCH_KEYS) if batch_text is None else None
+    if section is not None:
+        # the team's config keeps the batch in the script's own section (pretrain: {batch_size: 1024})
+        batch_text, where = str(section[2]), f"{section[0]} ({section[1]})"
     batch = as_int(batch_text)
     if batch is None:
         batch = 8
@@ -78,8 +83,12 @@ def batch_change(ctx, kind: str) -> dict:
         notes.append("the per-device batch is already 1: cut memory with gradient checkpointing, "
                      "a shorter sequence or stronger sharding instead")
         return edits.fix(kind, "Per-device batch is already 1", "Nothing left to cut in the batch.", notes=notes)
-    edits.set(BATCH_KEYS, new_batch, in_code=(
-        f"the DataLoader's batch_size: {batch} -> {new_batch} ({'the batch that ran, from ' + where if where else 'assumed'})"))
+    if section is not None:
+        edits.patch_config(section[0], section[1], new_batch)
+    else:
+        edits.set(BATCH_KEYS, new_batch, in_code=(
+            f"the DataLoader's batch_size: {batch} -> {new_batch} "
+            f"({'the batch that ran, from ' + where if where else 'assumed'})"))
     edits.set(ACCUM_KEYS, new_accum, in_code=(
         f"accumulate gradients over {new_accum} micro-batches: call optimizer.step() and zero_grad() every "
         f"{new_accum} batches (with DDP, wrap the other backward passes in model.no_sync())"))

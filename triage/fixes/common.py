@@ -78,6 +78,23 @@ def nested_setting(ctx, keys: tuple[str, ...]) -> tuple[str, str, Any] | None:
     return None
 
 
+def script_section_setting(ctx, cmd: LaunchCommand, keys: tuple[str, ...]) -> tuple[str, str, Any] | None:
+    """(config name, dotted path, value) of one of these settings directly in the config section named after
+    the script the command runs (`pretrain:` for pretrain_ddp.py, `finetune:` for finetune_vit.py), where a
+    team keeps one config with a section per script; None when no section is named after it."""
+    stem = re.sub(r"\.py$", "", (cmd.script or "").replace("\\", "/").rsplit("/", 1)[-1]).lower()
+    if not stem:
+        return None
+    for name, conf in training_configs(ctx):
+        for section, values in list(conf.items())[:100]:
+            if not isinstance(values, Mapping) or len(str(section)) < 4 or str(section).lower() not in stem:
+                continue
+            for key, value in values.items():
+                if str(key) in keys and isinstance(value, int | float | str) and not isinstance(value, bool):
+                    return name, f"{section}.{key}", value
+    return None
+
+
 def training_configs(ctx) -> list[tuple[str, dict]]:
     """Configs that hold training arguments (LLaMA-Factory / axolotl / TrainingArguments YAML or JSON),
     not DeepSpeed JSON, accelerate YAML or a model's config.json, whose same-named keys mean other things."""

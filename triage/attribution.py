@@ -11,6 +11,16 @@ from triage.rules.exceptions import library_file
 from triage.tracebacks import Traceback
 
 
+def _absent_from_barrier(collected: Collected, winner: Candidate) -> int | None:
+    """The one rank of the world that no line shows waiting at the process group's start-up barrier."""
+    world = winner.facts.get("barrier_world")
+    if not world or world > 4096:
+        return None
+    waiting = {hit.facts.get("waiting_rank") for hit in collected.hits if hit.rule.id == winner.rule_id}
+    absent = set(range(world)) - waiting
+    return absent.pop() if len(absent) == 1 else None
+
+
 def _own_store_server(winner: Candidate) -> bool:
     """The port refused to a training process's own init_process_group (the env:// or tcp:// store it serves
     as rank 0), not to torchrun's agent or a framework's side group."""
@@ -29,6 +39,10 @@ def first_failing_rank(
         return laggards[0], "the only rank the monitored barrier reports as never arriving"
     if winner.category == "nccl_timeout":
         return _timeout_culprit(collected, winner, pool, world_size)
+    if winner.rule_id == "rendezvous.store_barrier_waiting":
+        absent = _absent_from_barrier(collected, winner)
+        if absent is not None:
+            return absent, "the one rank missing among the ranks that waited at the start-up barrier"
     if winner.rule_id == "code.collective_mismatch":
         ahead = _newest_progress(collected)
         if ahead is not None:

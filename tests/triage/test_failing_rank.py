@@ -688,3 +688,19 @@ def test_a_deepspeed_jobs_store_port_in_use_is_rank_0s_own_server(tmp_path):
     )
     result = diagnose_text(tmp_path, text, command="deepspeed --num_gpus 4 train.py --deepspeed ds.json")
     assert (result.category, result.failing_rank) == ("rendezvous", 0)
+
+
+def test_ranks_waiting_at_the_start_up_barrier_name_the_one_that_never_came(tmp_path):
+    # seven of eight ranks wait in the store-based barrier of init_process_group and print nothing else; the
+    # missing rank was stuck before it (a network retry loop on the main process)
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = "".join(
+        f"I0511 07:{minute:02d}:44.75 1398601 distributed_c10d.py:337] Waiting in store based barrier to initialize "
+        f"process group for rank: {rank}, key: store_based_barrier_key:2 (world_size=8, worker_count=7, "
+        "timeout=0:30:00)\n"
+        for minute in (28, 38) for rank in (4, 2, 5, 6, 1, 3, 7))
+    text += "wandb: Network error (ConnectTimeout), entering retry loop.\n"
+    result = diagnose_text(tmp_path, text, command="accelerate launch --num_processes 8 train_lm.py")
+    assert (result.category, result.failing_rank) == ("rendezvous", 0)
+    assert result.fixes[0]["kind"] == "fix_config"

@@ -226,19 +226,6 @@ RULES = [
         "no launcher): drop the ZeRO-3 config for one GPU, or start the job through the distributed launcher",
     ),
     rule(
-        "config.too_many_peers",
-        "config_invalid",
-        ROOT,
-        ["peer mapping resources exhausted"],
-        # one process driving more GPUs than CUDA lets peer with each other (8): nn.DataParallel across every
-        # GPU of a large node, which a script started with plain `python` gets from HF Trainer
-        r"peer mapping resources exhausted",
-        ["fix_config"],
-        0.85,
-        "one process uses more GPUs than CUDA can map as peers (DataParallel across a large node): launch one "
-        "process per GPU (torchrun) or limit CUDA_VISIBLE_DEVICES",
-    ),
-    rule(
         "config.inference_memory_share",
         "config_invalid",
         ROOT,

@@ -64,6 +64,19 @@ RULES = [
         "process, compute mode Default) or leave it out with CUDA_VISIBLE_DEVICES",
     ),
     rule(
+        "cuda.too_many_peers",
+        "cuda_error",
+        ROOT,
+        ["peer mapping resources exhausted"],
+        # CUDA's own error (cudaErrorTooManyPeers): one process driving more GPUs than CUDA lets peer with each other (8): nn.DataParallel across every
+        # GPU of a large node, which a script started with plain `python` gets from HF Trainer
+        r"peer mapping resources exhausted",
+        ["fix_config"],
+        0.85,
+        "one process uses more GPUs than CUDA can map as peers (DataParallel across a large node): launch one "
+        "process per GPU (torchrun) or limit CUDA_VISIBLE_DEVICES",
+    ),
+    rule(
         "cuda.illegal_access",
         "cuda_error",
         ROOT,

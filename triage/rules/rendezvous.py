@@ -12,7 +12,28 @@ def _port(match: re.Match) -> dict:
     return {"port": int(found.group(1) or found.group(2))} if found else {}
 
 
+def _barrier_wait(match: re.Match) -> dict:
+    return {"waiting_rank": int(match.group(1)), "barrier_world": int(match.group(2)),
+            "barrier_workers": int(match.group(3))}
+
+
 RULES = [
+    rule(
+        # ranks waiting at the process group's start-up barrier with fewer workers than the world: a rank never
+        # reached init_process_group (stuck before it: a network retry, data preparation on one rank, a wrong
+        # rank or world size); weaker than any error a rank printed
+        "rendezvous.store_barrier_waiting",
+        "rendezvous",
+        ROOT,
+        ["Waiting in store based barrier"],
+        r"Waiting in store based barrier to initialize process group for rank: (\d+).{0,120}?"
+        r"world_size=(\d+), worker_count=(\d+)",
+        ["fix_config", "fix_rendezvous"],
+        0.3,
+        "the job never formed: ranks waited at the process group's start-up barrier for a rank that never "
+        "reached it (stuck before init_process_group, or given a rank or world size that does not fit)",
+        facts=_barrier_wait,
+    ),
     rule(
         "rendezvous.port_in_use",
         "rendezvous",

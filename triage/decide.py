@@ -394,7 +394,7 @@ def _surfacing_exception(collected: Collected, winner: Candidate, pool: list[Can
         and (winner.rank is not None or failing_rank is None or tb.rank in (failing_rank, None))
         and tb.exception
         and tb.exception not in _WRAPPERS
-        and _same_kind(tb, winner.category, same_kind)
+        and (_same_kind(tb, winner.category, same_kind) or _bare_raise_after(tb, winner))
     ]
     return min(following, key=lambda tb: tb.exc_line, default=None)
 
@@ -422,6 +422,16 @@ def _killed_worker_report(collected: Collected) -> Traceback | None:
 
 SURFACING_WINDOW = 60  # lines: a screenful between a root line and the Python exception that reports it
 MESSAGE_LINES = 4  # an exception's message may continue on the lines after it ("RuntimeError:" then the text)
+
+
+# a bare `raise AssertionError` (no message) this close after a root line is the script stopping on what that
+# line logged ("NaN detected", then the check that raises)
+_BARE_RAISE_WINDOW = 15
+
+
+def _bare_raise_after(tb: Traceback, winner: Candidate) -> bool:
+    return tb.exception == "AssertionError" and not (tb.message or "").strip() \
+        and 0 < tb.exc_line - winner.line <= _BARE_RAISE_WINDOW
 
 
 def _same_kind(tb: Traceback, category: str, same_kind: set) -> bool:

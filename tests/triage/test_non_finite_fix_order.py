@@ -63,3 +63,18 @@ def test_one_term_of_the_loss_non_finite_points_at_that_terms_code(tmp_path):
 ])
 def test_non_finite_terms(message, terms):
     assert non_finite_terms(message) == terms
+
+
+def test_a_bare_assertion_raised_after_a_logged_nan_is_the_root_exception(tmp_path):
+    # the script logs what it found, then stops on an assert with no message of its own
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = ("I20240301 10:00:01 5120 ssl train.py:250] iteration 1, loss nan\n"
+            "I20240301 10:00:01 5120 ssl train.py:261] NaN detected\n"
+            "Traceback (most recent call last):\n"
+            '  File "/work/ssl/train.py", line 262, in do_train\n'
+            "    raise AssertionError\n"
+            "AssertionError\n")
+    result = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 2 train.py")
+    assert result.category == "numerical"
+    assert result.root_cause.exception == "AssertionError"

@@ -81,12 +81,20 @@ CACHE_RACE_MEANING = (
 _CACHE_RACE = re.compile(r"(?:No such file or directory|FileNotFoundError|does not exist)[^\n]{0,300}\.incomplete[/\\']")
 
 
+_FIELD_NOT_FOUND = re.compile(r"No match for FieldRef\.Name\(")
+
+
 def _offset_overflow(text: str):
     """Arrow's 32-bit offsets overflowed: one column of one chunk passed 2 GiB (images or long documents
     kept as one list); nothing in a file is unreadable, the chunking settings are what to change. A build
     that lost a file from its ".incomplete" folder is two builds of one cache (data.cache_built_twice)."""
     if _CACHE_RACE.search(text):
         return CACHE_RACE_MEANING
+    if _FIELD_NOT_FOUND.search(text):
+        # Arrow projecting a column the file does not have ("No match for FieldRef.Name(tenure_days)"): the
+        # file's columns, not unreadable bytes
+        return ("data_schema", ("convert_data_format", "fix_data_file"),
+                "a data file lacks a column the job reads (renamed or dropped in a re-export)")
     if "offset overflow" not in text:
         return None
     return ("data_pipeline", ("fix_config",),

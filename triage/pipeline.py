@@ -561,7 +561,9 @@ _BATCH_ONE = re.compile(r"--(?:per_device_train_batch_size|micro_batch_size|trai
 _CHECKPOINTING_ON = re.compile(r"--gradient_checkpointing(?:[= ]+(?:true|True|1))?(?:\s|$)")
 _SEQ_LEN = re.compile(r"--(?:cutoff_len|model_max_length|max_seq_length|max_length|seq_length|max_len)[= ]+(\d+)")
 _WORKER_FRAMES = re.compile(r"popen_fork|popen_spawn|multiprocessing|_MultiProcessingDataLoaderIter|worker", re.I)
-_WORKER_FLAGS = re.compile(r"--(?:dataloader_num_workers|preprocessing_num_workers|num_workers|num_proc)[= ]+([1-9]\d*)")
+_WORKER_FLAGS = re.compile(r"(?:--|[\s.])(?:dataloader_num_workers|preprocessing_num_workers|num_workers|num_proc|"
+                           # mmcv's per-GPU loader workers (--cfg-options data.workers_per_gpu=8), a repo's threads
+                           r"workers_per_gpu|nThreads|n_threads)[= ]+([1-9]\d*)")
 
 
 def _shows_workers(collected, command: str | None) -> bool:

@@ -115,3 +115,22 @@ def test_every_builder_on_every_command_shape_passes_its_check(path):
         for fix in build_fixes([kind], ctx):
             _total(counts, _problems(original, fix, [], evidence=message), f"{kind}")
     assert {k: len(v) for k, v in counts.items()} == {k: 0 for k in counts}, counts
+
+
+def test_worker_counts_given_as_a_repos_flag_or_a_config_override_are_halved_in_the_command():
+    # mmcv's `--cfg-options data.workers_per_gpu=8` and a repository's own `--nThreads 16`: the fix changes
+    # exactly those values, and the new command still parses
+    import shlex
+
+    from triage.fixes import FixContext, build_fixes
+
+    cases = [
+        ("python -m torch.distributed.launch --nproc_per_node=2 tools/train.py cfg.py --launcher pytorch "
+         "--cfg-options data.workers_per_gpu=8", "data.workers_per_gpu=4"),
+        ("python scripts/train_pose.py --nThreads 16 --launcher pytorch", "--nThreads 8"),
+    ]
+    for command, expected in cases:
+        fix = build_fixes(["reduce_dataloader_workers"], FixContext(category="host_oom", command=command))[0]
+        assert expected in fix["command"], fix["command"]
+        assert len(fix["changes"]) == 1
+        shlex.split(fix["command"])

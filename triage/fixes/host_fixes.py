@@ -1,10 +1,14 @@
 """Host-side fixes: DataLoader / preprocessing workers, /dev/shm, host RAM while loading."""
 from __future__ import annotations
 
+import re
+
 from .common import Edits, as_int, deepspeed_config, is_hf_style, training_configs, zero_offloads
 
 WORKER_KEYS = ("dataloader_num_workers", "preprocessing_num_workers", "num_workers", "num_proc",
-               "dataset_num_proc", "dataset_processes", "workers")
+               "dataset_num_proc", "dataset_processes", "workers", "workers_per_gpu", "nthreads", "n_threads")
+# a config override given as a flag's value (mmcv's `--cfg-options data.workers_per_gpu=8`)
+_OVERRIDE = re.compile(r"^([\w.]*(?:workers_per_gpu|num_workers))=(\d+)$")
 
 
 def reduce_workers(ctx, kind: str) -> dict:
@@ -12,7 +16,16 @@ def reduce_workers(ctx, kind: str) -> dict:
     cmd = edits.cmd
     to_zero = ctx.category in ("dataloader_worker",)
     notes, changed = [], False
-    flags = [f for f in cmd.script_flags if f.key in WORKER_KEYS or f.key.endswith(".num_workers")]
+    flags = [f for f in cmd.script_flags
+             if f.key in WORKER_KEYS or f.key.endswith((".num_workers", ".workers_per_gpu"))]
+    for flag in cmd.script_flags:
+        override = _OVERRIDE.match(str(flag.value or ""))
+        current = as_int(override.group(2)) if override else None
+        if current:
+            new = 0 if to_zero else max(current // 2, 0)
+            edits.rw.set_flag((flag.key,), f"{override.group(1)}={new}")
+            notes.append(f"{override.group(1)} {current} -> {new}")
+            changed = True
     for flag in flags:
         current = as_int(flag.value)
         if current is None or current == 0:

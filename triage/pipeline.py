@@ -586,6 +586,10 @@ def _to_front(kinds: list[str], *front: str) -> list[str]:
     return [*front, *[kind for kind in kinds if kind not in front]]
 
 
+_FIRST_COLLECTIVES = 3  # SeqNum: the process group's first collectives
+_BULK_ELEMENTS = 1_000_000  # NumelIn: a tensor of real data, not a barrier's or a flag's single element
+
+
 def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> list[str]:
     """Order fix kinds by what the log and the command show: a fix they do not support moves back."""
     kinds = list(kinds)
@@ -633,6 +637,12 @@ def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> li
         if long_seq and int(long_seq.group(1)) >= 8192 and "reduce_seq_len" in kinds:
             kinds = _to_front(kinds, "reduce_seq_len")
         kinds.append("reduce_batch_size")  # ruled out by the log: last
+    if winner.category == "nccl_timeout" and (winner.facts.get("seq_num") or 99) <= _FIRST_COLLECTIVES \
+            and (winner.facts.get("numel_in") or 0) >= _BULK_ELEMENTS:
+        # one of the job's first collectives, moving real data (a model's weights broadcast, the first gradient
+        # all-reduce), never completed: the transport between the GPUs or nodes (P2P, the interface NCCL
+        # chose) fails on bulk data, where a barrier's single element passed; no longer timeout helps
+        kinds = _to_front(kinds if "set_nccl_env" in kinds else [*kinds, "set_nccl_env"], "set_nccl_env")
     if winner.category == "nccl_timeout" and (winner.facts.get("out_of_step") is not None
                                               or winner.facts.get("diverged")):
         # one rank waits elsewhere than all the others: the ranks took different paths (uneven data, a

@@ -240,6 +240,8 @@ class Collector:
         rank = prefixed.rank if prefixed.rank is not None else rank_hint
         if rank is None:
             rank = self._spawn_rank.get(source)
+            if rank is not None and self._offset:
+                rank += self._offset  # (the spawn index counts from 0 on every machine)
         rank = self._logged_traceback_rank(source, lineno, core, rank)
         rank = self._pod_stream_rank(source, text, rank)
         if rank is not None and "pid=" in body[:60]:

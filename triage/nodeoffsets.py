@@ -48,6 +48,10 @@ def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = 
                 handle.seek(max(0, size - TAIL_BYTES))
                 tail = handle.read(TAIL_BYTES)
                 if b"local_rank:" not in tail:
+                    handle.seek(0)
+                    machine = _machine_start(handle.read(_HEAD_BYTES))
+                    if machine:
+                        by_source.setdefault(shown, set()).add(machine)
                     continue
                 handle.seek(0)  # (the run folder is named at the agent's start, before the tail)
                 head = handle.read(TAIL_BYTES) if size > TAIL_BYTES else b""
@@ -64,6 +68,28 @@ def node_offsets(paths: Sequence[str | Path], names: Mapping[str, str] | None = 
             for folder in folders:
                 by_host.setdefault(folder, set()).add(offset)
     return _agreed(by_source), _agreed(by_host)
+
+
+# a launcher started once per machine with that machine's index and its processes (detectron2's launch: the
+# command or its printed arguments), whose processes number themselves from 0 on every machine
+_HEAD_BYTES = 8 * 1024
+_MACHINE_ARGS = re.compile(rb"machine_rank=(\d{1,4}), num_gpus=(\d{1,4}), num_machines=(\d{1,4})|"
+                           rb"--machine[-_]rank[ =](\d{1,4})\b.{0,200}?--num[-_]gpus[ =](\d{1,4})\b|"
+                           rb"--num[-_]gpus[ =](\d{1,4})\b.{0,200}?--machine[-_]rank[ =](\d{1,4})\b")
+
+
+def _machine_start(head: bytes) -> int | None:
+    """The first global rank of the machine whose console this is, from its per-machine launch arguments."""
+    found = _MACHINE_ARGS.search(head)
+    if found is None:
+        return None
+    if found.group(1):
+        machine, gpus = int(found.group(1)), int(found.group(2))
+    elif found.group(4):
+        machine, gpus = int(found.group(4)), int(found.group(5))
+    else:
+        machine, gpus = int(found.group(7)), int(found.group(6))
+    return machine * gpus if machine and gpus else None
 
 
 def offset_of(source_name: str, by_source: dict[str, int], by_host: dict[str, int]) -> int | None:

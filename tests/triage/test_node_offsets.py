@@ -89,3 +89,24 @@ def test_the_log_dir_folder_an_agent_named_at_start_takes_that_nodes_offset(tmp_
     assert offset_of("runs/sft-7b-2210_q1w2e3r4/attempt_0/3/stderr.log", by_source, by_host) == 12
     result = diagnose([agent, tmp_path / "runs"])
     assert result.failing_rank == 15
+
+
+def test_a_per_machine_spawn_launch_numbers_its_processes_from_the_machines_first_rank(tmp_path):
+    # detectron2-style launch: one `--machine-rank N --num-gpus 8` command per machine, whose processes the
+    # spawn wrapper reports by their index on that machine ("Process 4" on machine 1 is global rank 12)
+    lines = ["$ python tools/train_net.py --num-gpus 8 --num-machines 2 --machine-rank 1 --dist-url tcp://10.0.0.4:50152",
+             "Command Line Args: Namespace(dist_url='tcp://10.0.0.4:50152', machine_rank=1, num_gpus=8, num_machines=2)",
+             "Traceback (most recent call last):",
+             '  File "/opt/venv/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 69, in _wrap',
+             "    fn(i, *args)",
+             "-- Process 4 terminated with the following error:",
+             "Traceback (most recent call last):",
+             '  File "/work/det/tools/train_net.py", line 120, in main',
+             "    trainer.train()",
+             "RuntimeError: DataLoader worker (pid 88412) is killed by signal: Bus error. It is possible that "
+             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit."]
+    node1 = tmp_path / "node1.log"
+    node1.write_text("\n".join(lines) + "\n")
+    assert node_offsets([node1]) == ({"node1.log": 8}, {})
+    result = diagnose([node1])
+    assert (result.category, result.failing_rank) == ("dataloader_worker", 12)

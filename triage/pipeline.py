@@ -586,6 +586,10 @@ def _to_front(kinds: list[str], *front: str) -> list[str]:
     return [*front, *[kind for kind in kinds if kind not in front]]
 
 
+# functions that build optimizer states or place a model's weights on the GPU, with no activations in play
+_BUILDS_STATE = re.compile(r"^_?init_group$|^_?init_state$|_(?:single|multi)_tensor_adamw?$|^_fused_adamw?$|"
+                           r"initialize_optimizer_states|_configure_(?:zero_)?optimizer|_create_fp32_partitions|"
+                           r"_load_state_dict_into_meta_model|set_module_tensor_to_device|^_?materialize")
 _FIRST_COLLECTIVES = 3  # SeqNum: the process group's first collectives
 _BULK_ELEMENTS = 1_000_000  # NumelIn: a tensor of real data, not a barrier's or a flag's single element
 
@@ -593,6 +597,12 @@ _BULK_ELEMENTS = 1_000_000  # NumelIn: a tensor of real data, not a barrier's or
 def _by_evidence(kinds: list[str], winner, collected, command: str | None) -> list[str]:
     """Order fix kinds by what the log and the command show: a fix they do not support moves back."""
     kinds = list(kinds)
+    frames = winner.traceback.frames if winner.traceback is not None else []
+    if winner.category == "gpu_oom" and any(_BUILDS_STATE.search(str(frame.get("function", ""))) for frame in frames[-12:]):
+        # the GPU ran out while the optimizer built its states (AdamW's first step, ZeRO setting up its fp32
+        # partitions) or while the weights were placed: no activation is involved, so the batch cannot help;
+        # sharding states and weights over more GPUs (a higher ZeRO stage, FSDP full sharding, offload) does
+        kinds = _to_front(kinds if "shard_more" in kinds else [*kinds, "shard_more"], "shard_more")
     if "reduce_dataloader_workers" in kinds and winner.category == "host_oom" and _shows_workers(collected, command) \
             and kinds[:1] != ["fix_config"]:
         # (where the job offloads to host RAM, that setting stays first: _fix_kinds)

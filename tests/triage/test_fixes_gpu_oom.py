@@ -219,3 +219,25 @@ def test_a_batch_of_one_is_read_from_the_launchers_argv_line_when_no_command_is_
         f"[2026-01-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] [{argv}] exits with return code = 1\n")
     kinds = [fix["kind"] for fix in diagnose([log]).fixes]
     assert "reduce_batch_size" not in kinds[:3]  # already one: ruled out, last of the memory fixes
+
+
+def test_an_oom_while_the_optimizer_builds_its_states_asks_to_shard_first(tmp_path):
+    # AdamW's first step allocating exp_avg / exp_avg_sq: no activation is in play, so the batch cannot help
+    from tests.triage.triage_helpers import diagnose_text
+
+    site = "/opt/venv/lib/python3.11/site-packages/torch/optim"
+    text = ("[rank2]: Traceback (most recent call last):\n"
+            '[rank2]:   File "/home/ml/mt/train_multitask.py", line 210, in train_step\n'
+            "[rank2]:     optimizer.step()\n"
+            f'[rank2]:   File "{site}/adamw.py", line 209, in step\n'
+            "[rank2]:     has_complex = self._init_group(\n"
+            f'[rank2]:   File "{site}/adamw.py", line 152, in _init_group\n'
+            '[rank2]:     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)\n'
+            "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 2 has a total "
+            "capacity of 79.15 GiB of which 1.02 GiB is free. Of the allocated memory 75.80 GiB is allocated by "
+            "PyTorch, and 1.10 GiB is reserved by PyTorch but unallocated.\n")
+    result = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 8 train_multitask.py --batch_size 4")
+    assert result.category == "gpu_oom"
+    first = result.fixes[0]
+    assert first["kind"] == "shard_more"
+    assert not first.get("ruled_out")  # sharding the team's own loop is a change to make, not one already made

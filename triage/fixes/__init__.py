@@ -125,7 +125,8 @@ def _build(kind: str, ctx: FixContext) -> dict:
         except Exception:
             fix = {"kind": kind, "title": kind.replace("_", " "), "why": "", "command": None, "env": {}}
         fix["notes"] = [*fix.get("notes", []), f"the fix builder failed ({type(exc).__name__}); advice only"]
-    if not fix.get("changes") and kind in GPU_MEMORY_KINDS + ("increase_grad_accum",):
+    if not fix.get("changes") and kind in GPU_MEMORY_KINDS + ("increase_grad_accum",) and fix.get("applicable") is not True:
+        # (a builder that says so keeps a change to make in the code: nothing shows it in place)
         fix.setdefault("applicable", False)
         fix.setdefault("ruled_out", fix.get("title") or "already in place")
     fix.setdefault("verified", None)

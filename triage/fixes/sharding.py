@@ -60,7 +60,8 @@ def shard_more(ctx, kind: str) -> dict:
                          cost="high", config={name: ZERO3_OFFLOAD},
                          notes=[f"write the JSON under 'config' to {name}; 'auto' takes the values from the flags",
                                 "offload needs free host RAM of about 12-16 bytes per parameter"])
-    return edits.fix(kind, "Shard the model (FSDP FULL_SHARD or DeepSpeed ZeRO-3)", _WHY, cost="high",
+    # (a change in the script's code, not a flag: nothing in the command shows it in place already)
+    return edits.fix(kind, "Shard the model (FSDP FULL_SHARD or DeepSpeed ZeRO-3)", _WHY, cost="high", applicable=True,
                      notes=["the script is not a HF Trainer script: wrap the model in "
                             "torch.distributed.fsdp.FullyShardedDataParallel(sharding_strategy=FULL_SHARD) "
                             "or deepspeed.initialize with a ZeRO-3 config"])

@@ -60,6 +60,8 @@ def test_one_term_of_the_loss_non_finite_points_at_that_terms_code(tmp_path):
     ("Epoch 3: 62%| 721/1172 [02:34<01:36, 4.66it/s, v_num=q2x8, train_loss=nan, val_loss=0.251]", []),
     # nor is a trainer's update counter in its postfix
     ("Epoch 9/12:  40%| 811/2020 [03:12<04:47, 4.2update/s, update=431000, loss=nan]", []),
+    # nor are a trainer's timings beside its total loss ("Loss: nan (nan) ... Data time: 0.02(0.03)")
+    ("Train: 1/20 [2999/7724]  Loss: nan (nan)  LR: 2.0e-04  Data time: 0.02(0.03)  Forward time: 0.74(0.75)", []),
 ])
 def test_non_finite_terms(message, terms):
     assert non_finite_terms(message) == terms
@@ -78,3 +80,14 @@ def test_a_bare_assertion_raised_after_a_logged_nan_is_the_root_exception(tmp_pa
     result = diagnose_text(tmp_path, text, command="torchrun --nproc_per_node 2 train.py")
     assert result.category == "numerical"
     assert result.root_cause.exception == "AssertionError"
+
+
+def test_a_trainers_progress_line_with_a_nan_loss_is_numerical(tmp_path):
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = "".join(
+        f"2024-02-01 10:{minute:02d}:00,000   INFO  Train:    1/20 [{step}/7724]  Loss: {loss}  LR: 2.0e-04  "
+        "Data time: 0.02(0.03)  Batch time: 0.76(0.78)\n"
+        for minute, step, loss in ((1, 2950, "1.874 (2.26)"), (2, 3000, "nan (nan)"), (3, 3050, "nan (nan)")))
+    result = diagnose_text(tmp_path, text, command="python -m torch.distributed.launch --nproc_per_node 8 train.py")
+    assert (result.category, result.fixes[0]["kind"]) == ("numerical", "fix_numerics")

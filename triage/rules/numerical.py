@@ -43,6 +43,9 @@ RULES = [
             "oss = inf",
             "'loss': nan",
             "'loss': inf",
+            "oss: nan",
+            "oss: inf",
+            "oss: NaN",
             "nan loss",
             "NaN loss",
             "nan detected",
@@ -52,6 +55,8 @@ RULES = [
             "detected nan",
         ],
         r"FloatingPointError|[Ll]oss (?:is|became|=) ?(?:nan|NaN|inf)\b|[Ll]oss=(?:nan|inf)\b|'loss': (?:nan|inf)|"
+        # a trainer's progress line: "Loss: nan (nan)" (the value and its running mean)
+        r"\b[Ll]oss: (?:nan|NaN|inf)\b|"
         r"(?:nan|NaN) (?:loss|detected)|returned nan values|detected (?:inf|nan)",
         ["fix_numerics"],
         0.7,
@@ -88,7 +93,9 @@ RULES = [
 _LOSS_TERM = re.compile(r"\b([A-Za-z][\w.]{0,24})\s*[=:]\s*(nan|-?inf|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
 _NOT_A_TERM = re.compile(r"^(?:(?:global_)?steps?|epochs?|iters?|iteration|updates?|rank|batch|lr|learning_rate|grad_norm|gnorm|grad|"
                          r"micro[-_]?batch|tokens?|samples?|t|scale|loss_scale|process|v_num|"
-                         r"(?:val|valid|eval|test)\w*)$", re.IGNORECASE)
+                         r"(?:val|valid|eval|test)\w*|\w*time|cost|eta|"
+                         # the total the terms add up to is not one of them
+                         r"(?:train_|total_|avg_)?loss)$", re.IGNORECASE)
 
 
 def non_finite_terms(message: str) -> list[str]:

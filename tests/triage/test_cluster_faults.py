@@ -101,3 +101,16 @@ def test_a_sigkill_after_the_launcher_sent_sigterm_is_its_own_escalation_not_the
         "  traceback : Signal 9 (SIGKILL) received by PID 3184\n")
     result = diagnose([log])
     assert result.category != "host_oom" and result.failing_rank == 1
+
+
+def test_a_rank_killed_by_an_illegal_instruction_ran_native_code_built_for_another_cpu(tmp_path):
+    # a compiled extension built on one node's CPU and run on a node that lacks its instructions
+    log = tmp_path / "node1.log"
+    log.write_text(
+        "[2026-03-01 10:00:00] step 0 | loading optimizer\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-03-01_10:00:05\n  host      : amd-node-2\n"
+        "  rank      : 10 (local_rank: 2)\n  exitcode  : -4 (pid: 7710)\n  error_file: <N/A>\n"
+        "  traceback : Signal 4 (SIGILL) received by PID 7710\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank) == ("version_mismatch", 10)
+    assert result.fixes[0]["kind"] == "pin_versions"

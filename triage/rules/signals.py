@@ -39,4 +39,12 @@ MEANINGS = (
         "the process was killed with SIGKILL (exit -9) and left no traceback, the signature of the host's "
         "out-of-memory killer",
     ),
+    SignalMeaning(
+        # an illegal instruction: native code built for instructions this host's CPU lacks (an extension compiled
+        # on another node's CPU, a wheel built for AVX-512), not a bug in the Python the job runs
+        "launcher.sigill", frozenset({-4, 132}), frozenset({"SIGILL"}), "version_mismatch",
+        ("pin_versions", "fix_config"), 0.45,
+        "the process died of SIGILL (illegal instruction): native code (a compiled extension or wheel) was built "
+        "for a CPU with instructions this node lacks; rebuild or reinstall it on (or for) this node",
+    ),
 )

@@ -152,6 +152,9 @@ _EXCEPTION_SUFFIX = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Bdb
 _PROGRESS_MESSAGE = re.compile(r"\s*\d{1,3}%\s*\||\s*\d+(?:\.\d+)?(?:it|ex|examples|ba)?/s\b|\s*\d+/\d+ \[")
 
 
+_GLUED_CLASS = re.compile(r"([A-Z]\w*?(?:Error|Exception))\1+")
+
+
 def parse_exception_line(text: str) -> tuple[str, str, str] | None:
     """('KeyError', 'builtins.KeyError', "'x'") for an exception line, else None."""
     stripped = text.strip().strip("│").strip()
@@ -163,6 +166,11 @@ def parse_exception_line(text: str) -> tuple[str, str, str] | None:
     full = match.group(1)
     message = (match.group(2) or "")[:2000].strip()
     short = full.rsplit(".", 1)[-1]
+    glued = _GLUED_CLASS.fullmatch(short)
+    if glued:
+        # ranks printing into one another glue the same class name together ("RuntimeErrorRuntimeError")
+        short = glued.group(1)
+        full = full[: len(full) - len(match.group(1).rsplit(".", 1)[-1])] + short
     if (
         short in ("Traceback", "Note", "Warning", "Error", "Info", "Args", "Failures", "Exit")
         and full == short

@@ -844,3 +844,12 @@ def test_the_listing_under_a_loaders_non_strict_warning_does_not_outrank_the_rea
            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     result = diagnose_text(tmp_path, log)
     assert result.category == "cuda_error"
+
+
+def test_a_class_name_glued_to_itself_by_ranks_printing_together_is_read_once():
+    from triage.tracebacks import parse_exception_line
+
+    assert parse_exception_line("RuntimeErrorRuntimeErrorRuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED")[:2] == (
+        "RuntimeError", "RuntimeError")
+    assert parse_exception_line("torch.OutOfMemoryErrorOutOfMemoryError: CUDA out of memory")[:2] == (
+        "OutOfMemoryError", "torch.OutOfMemoryError")

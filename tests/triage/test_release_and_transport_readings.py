@@ -95,3 +95,22 @@ def test_devices_mixed_inside_deepspeeds_own_optimizer_step_are_its_release(tmp_
     result = diagnose([log])
     assert result.category == "version_mismatch"
     assert result.fixes[0]["kind"] == "pin_versions"
+
+
+def test_a_librarys_own_call_into_torch_refused_with_its_tensors_is_a_release_pairing(tmp_path):
+    # no rule names the message; the script is only at the top, a framework built the DDP wrapper and torch
+    # refused the tensors it handed over: the framework and the installed torch disagree
+    site = "/opt/venv/lib/python3.8/site-packages"
+    text = ("Traceback (most recent call last):\n"
+            '  File "/home/mx/vit/train.py", line 88, in main\n'
+            "    engine, *_ = framework.initialize(model, optimizer, criterion)\n"
+            f'  File "{site}/parakit/initialize.py", line 301, in initialize\n'
+            "    model = DDP(model, process_group=gpc.get_group(ParallelMode.DATA))\n"
+            f'  File "{site}/torch/nn/parallel/distributed.py", line 446, in __init__\n'
+            "    self._ddp_init_helper()\n"
+            f'  File "{site}/torch/nn/parallel/comm.py", line 58, in broadcast_coalesced\n'
+            "    return torch._C._broadcast_coalesced(tensors, devices, buffer_size)\n"
+            "RuntimeError: Tensors must be placed on the first replica device: 0\n")
+    result = _run(tmp_path, text)
+    assert result.category == "version_mismatch"
+    assert result.fixes[0]["kind"] == "pin_versions"

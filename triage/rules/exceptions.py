@@ -812,6 +812,14 @@ def _explain(
     if exception == "ValueError" and raised_in_user_code and not _BUILTIN_VALUE_ERROR.search(message):
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
+    caller = next((frame for frame in reversed(frames) if not _TORCH_FILE.search(str(frame.get("file", "")))), None)
+    if exception == "RuntimeError" and caller is not None and user_frames and caller is not user_frames[-1] \
+            and library_file(str(caller.get("file", ""))) and _TENSOR_TERMS.search(message) \
+            and not str(caller.get("code", "")).lstrip().startswith("raise"):
+        # a library's own line handing torch tensors torch refuses (a dtype, a device), with the script only at
+        # the top: the library and the installed torch (or another library) disagree, a release pairing
+        return ("version_mismatch", ["pin_versions", "fix_code"], 0.2,
+                "a library's own call into torch was refused with tensors it built: the installed releases disagree")
     return None
 
 
@@ -991,6 +999,8 @@ _CHECKPOINT_FILES = re.compile(r"\.(?:pt|pth|bin|ckpt|safetensors)\b|checkpoint|
 # None or a string is what a row gave, not the loader the script chose
 _COLLATE_FOUND_OBJECT = re.compile(r"default_collate: batch must contain .{0,80}; found <class '[A-Za-z_]\w*\.[\w.]+'>")
 
+
+_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
 
 # a library function that restores a run or a model from a checkpoint it reads
 _RESTORES = re.compile(r"restore|load_checkpoint|load_state_dict|load_model|resume", re.IGNORECASE)

@@ -114,3 +114,24 @@ def test_a_rank_killed_by_an_illegal_instruction_ran_native_code_built_for_anoth
     result = diagnose([log])
     assert (result.category, result.failing_rank) == ("version_mismatch", 10)
     assert result.fixes[0]["kind"] == "pin_versions"
+
+
+def test_a_spawned_childs_cut_start_up_payload_is_its_parents_death_not_a_damaged_file(tmp_path):
+    site = "/opt/conda/lib/python3.8"
+    log = tmp_path / "train.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "tools/train.py", line 113, in <module>\n'
+        "    launch(main, num_gpu)\n"
+        f'  File "{site}/site-packages/torch/multiprocessing/spawn.py", line 130, in join\n'
+        "    raise ProcessExitedException(\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n"
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 1, in <module>\n'
+        f'  File "{site}/multiprocessing/spawn.py", line 116, in spawn_main\n'
+        "    exitcode = _main(fd, parent_sentinel)\n"
+        f'  File "{site}/multiprocessing/spawn.py", line 126, in _main\n'
+        "    self = reduction.pickle.load(from_parent)\n"
+        "_pickle.UnpicklingError: pickle data was truncated\n")
+    result = diagnose([log])
+    assert (result.category, result.failing_rank) == ("host_oom", 1)

@@ -87,12 +87,19 @@ _LOADS_DATA_INTO = re.compile(
     r"examples|dataset|batches)\w*\s*=\s*(?:torch|pickle|joblib)\.load\(", re.IGNORECASE)
 
 
+_SPAWNED_CHILD = re.compile(r"[/\\]multiprocessing[/\\]spawn\.py (?:_main|spawn_main)$")
+
+
 def _what_the_pickle_was(text: str, frames: list[dict]):
     """torch's new weights_only default refusing a class; or a file the script unpickles itself (a cache of
     rows, not a checkpoint: no loader of a library in the traceback) that was cut short."""
     refused = _weights_only_default(text, frames)
     if refused is not None:
         return refused
+    if frames and _SPAWNED_CHILD.search(f"{frames[-1].get('file', '')} {frames[-1].get('function', '')}"):
+        # a spawned child reading its start-up payload from the parent's pipe: the parent died (was killed)
+        # while handing it over, so the payload was cut; no file is damaged, the parent's death is the failure
+        return False
     from triage.rules.exceptions import own_code
 
     if _LOADS_DATA_INTO.search(own_code(frames)):

@@ -187,6 +187,20 @@ RULES = [
         "splitter (split_by_node, then split_by_worker) or with resampled shards",
     ),
     rule(
+        # TRL's DPO tokenizer finding the prompt tokens of chosen and rejected differ by more than the merge at
+        # their end: the pairs repeat the (templated) prompt inside chosen/rejected, where TRL expects the
+        # responses alone beside a prompt column
+        "data.preference_prompt_differs",
+        "data_pipeline",
+        ROOT,
+        ["might only differ on the last token"],
+        r"[Cc]hosen and rejected prompt_input_ids might only differ on the last token",
+        ["convert_data_format", "pin_versions", "fix_data_file"],
+        0.8,
+        "the preference pairs repeat the prompt inside chosen/rejected with differences: keep the prompt in its "
+        "own column and only the responses in chosen/rejected (or a TRL release that tokenizes them apart)",
+    ),
+    rule(
         "data.json_decode",
         "data_corrupt",
         ROOT,

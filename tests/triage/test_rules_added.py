@@ -194,3 +194,23 @@ def test_a_librarys_explanation_raised_from_an_index_error_outranks_the_generic_
         "IndexError: The `bbox` coordinate values should be within 0-1000 range.\n")
     result = diagnose([log])
     assert (result.category, result.fixes[0]["kind"]) == ("data_schema", "convert_data_format")
+
+
+def test_the_other_cuda_math_libraries_failures_are_cuda_errors(tmp_path):
+    from tests.triage.triage_helpers import diagnose_text
+
+    for message in ("RuntimeError: CUFFT error: 6", "RuntimeError: cuFFT error: CUFFT_EXEC_FAILED",
+                    "RuntimeError: CUSOLVER_STATUS_EXECUTION_FAILED when calling `cusolverDnXgeqrf`"):
+        result = diagnose_text(tmp_path, f"[rank1]: {message}\n")
+        assert result.category == "cuda_error", message
+
+
+def test_the_old_wording_of_a_missing_process_group_is_a_setting(tmp_path):
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.7/site-packages/torch/distributed/distributed_c10d.py", line 187, in '
+            "_check_default_pg\n"
+            '    "Default process group is not initialized"\n'
+            "AssertionError: Default process group is not initialized\n")
+    assert diagnose_text(tmp_path, text).category == "config_invalid"

@@ -346,9 +346,9 @@ RULES = [
         "config.no_process_group",
         "config_invalid",
         ROOT,
-        ["process group has not been initialized", "init_process_group"],
+        ["process group has not been initialized", "process group is not initialized", "init_process_group"],
         # (not torch's start-up warning "... or call init_process_group() with a device_id": no error)
-        r"[Dd]efault process group has not been initialized|make sure to call init_process_group",
+        r"[Dd]efault process group (?:has not been|is not) initialized|make sure to call init_process_group",
         ["fix_config", "fix_code"],
         0.8,
         "a distributed call ran before the process group existed: the script was started without a "

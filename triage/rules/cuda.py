@@ -19,10 +19,14 @@ RULES = [
         "cuda.cublas",
         "cuda_error",
         ROOT,
-        ["CUBLAS_STATUS", "CUDNN_STATUS", "cuDNN error", "cublas"],
+        ["CUBLAS_STATUS", "CUDNN_STATUS", "cuDNN error", "cublas", "CUFFT", "cuFFT", "CURAND", "CUSOLVER",
+         "CUSPARSE"],
         # (a library calling cuBLASLt itself reports its own way: "cublasLt ran into an error!")
         r"CUBLAS_STATUS_(?!ALLOC_FAILED)\w+|CUDNN_STATUS_\w+|cuDNN error|[Cc]u[Bb][Ll][Aa][Ss](?:Lt)? (?:ran into an|"
-        r"returned an?|reported an?) error",
+        r"returned an?|reported an?) error|"
+        # the other CUDA math libraries' own failures (FFT, random numbers, solvers, sparse)
+        r"\b(?:CUFFT|cuFFT) error|CUFFT_(?:EXEC_FAILED|INTERNAL_ERROR|INVALID_\w+)|CURAND_STATUS_\w+|"
+        r"CUSOLVER_STATUS_(?!ALLOC_FAILED)\w+|CUSPARSE_STATUS_(?!ALLOC_FAILED)\w+",
         ["pin_versions", "debug_cuda"],
         0.85,
         "a cuBLAS/cuDNN call failed (commonly a CUDA toolkit/library build that does not match the GPU)",

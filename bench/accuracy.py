@@ -96,6 +96,9 @@ OWN_SETS = {
     "cpu_blind48": ROOT / "tests" / "fixtures" / "cpu_blind48",
     "cpu_blind50": ROOT / "tests" / "fixtures" / "cpu_blind50",
     "cpu_blind53": ROOT / "tests" / "fixtures" / "cpu_blind53",
+    "blind64": ROOT / "tests" / "triage" / "fixtures" / "blind64",
+    "cpu_blind55": ROOT / "tests" / "fixtures" / "cpu_blind55",
+    "cpu_blind56": ROOT / "tests" / "fixtures" / "cpu_blind56",
 }
 
 

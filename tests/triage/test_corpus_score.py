@@ -138,6 +138,10 @@ SETS = [
     ROOT / "tests" / "fixtures" / "cpu_blind48",
     ROOT / "tests" / "fixtures" / "cpu_blind50",
     ROOT / "tests" / "fixtures" / "cpu_blind53",
+    # held out at 95% (blind64), 100% (cpu_blind55) and 100% (cpu_blind56) category, clear of every bar with room
+    FIXTURES / "blind64",
+    ROOT / "tests" / "fixtures" / "cpu_blind55",
+    ROOT / "tests" / "fixtures" / "cpu_blind56",
 ]
 
 

@@ -333,3 +333,21 @@ def test_a_length_setting_nested_in_a_section_of_the_teams_config_is_found(tmp_p
     assert first["kind"] == "reduce_seq_len"
     assert first["config_patch"] == {"rerank.yaml": {"data.max_len": 64}}
     assert "data.max_len 256 -> 64" in first["title"]
+
+
+def test_a_folder_every_rank_creates_without_exist_ok_is_the_scripts_race(tmp_path):
+    # without exist_ok the second rank to get there finds the folder made; with exist_ok=True the same error means
+    # a file sits in the folder's place (the storage's)
+    from tests.triage.triage_helpers import diagnose_text
+
+    def log(code: str) -> str:
+        return ("[rank2]: Traceback (most recent call last):\n"
+                '[rank2]:   File "/home/rl/agents/learner.py", line 88, in save_buffer\n'
+                f"[rank2]:     {code}\n"
+                '[rank2]:   File "/usr/lib/python3.10/os.py", line 225, in makedirs\n'
+                "[rank2]:     mkdir(name, mode)\n"
+                "[rank2]: FileExistsError: [Errno 17] File exists: '/scratch/runs/buffer/protected'\n")
+    race = diagnose_text(tmp_path, log("os.makedirs(save_dir)"), name="race.log")
+    assert (race.category, race.fixes[0]["kind"]) == ("code_bug", "fix_code")
+    stale = diagnose_text(tmp_path, log("os.makedirs(save_dir, exist_ok=True)"), name="stale.log")
+    assert (stale.category, stale.fixes[0]["kind"]) == ("storage", "fix_path")

@@ -618,6 +618,13 @@ def _explain(
     if exception == "OSError" and message.lstrip().startswith("[Errno 36]"):
         # ENAMETOOLONG: a path the job built grew past the filesystem's 255-byte name limit
         return "storage", ["fix_path"], 0.5, "a file name longer than the filesystem allows (ENAMETOOLONG)"
+    if exception == "FileExistsError" and user_frames and _MAKES_FOLDER.search(str(user_frames[-1].get("code", ""))) \
+            and "exist_ok" not in str(user_frames[-1].get("code", "")):
+        # the script creates a folder without exist_ok: in a job of several ranks the second to get there finds
+        # it made by the first (with exist_ok=True the same error would mean a file in the folder's place)
+        return ("code_bug", ["fix_code", "fix_path"], 0.5,
+                "every rank creates the same folder without exist_ok: create it with exist_ok=True, or on one rank "
+                "before a barrier")
     if exception in ("PermissionError", "FileExistsError"):
         return "storage", ["fix_path"], 0.45, f"the exception class {exception}"
     if exception == "StopIteration" and in_data:
@@ -1001,6 +1008,7 @@ _COLLATE_FOUND_OBJECT = re.compile(r"default_collate: batch must contain .{0,80}
 
 
 _TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
+_MAKES_FOLDER = re.compile(r"\b(?:makedirs|mkdir)\(")
 
 # a library function that restores a run or a model from a checkpoint it reads
 _RESTORES = re.compile(r"restore|load_checkpoint|load_state_dict|load_model|resume", re.IGNORECASE)

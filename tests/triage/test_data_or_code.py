@@ -351,3 +351,17 @@ def test_a_folder_every_rank_creates_without_exist_ok_is_the_scripts_race(tmp_pa
     assert (race.category, race.fixes[0]["kind"]) == ("code_bug", "fix_code")
     stale = diagnose_text(tmp_path, log("os.makedirs(save_dir, exist_ok=True)"), name="stale.log")
     assert (stale.category, stale.fixes[0]["kind"]) == ("storage", "fix_path")
+
+
+def test_a_librarys_own_oserror_for_a_missing_file_is_the_path(tmp_path):
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = ("Traceback (most recent call last):\n"
+            '  File "/home/pb/graphs/train.py", line 61, in load_embeddings\n'
+            '    with h5py.File(path, "r") as hf:\n'
+            '  File "/opt/venv/lib/python3.9/site-packages/h5py/_hl/files.py", line 231, in make_fid\n'
+            "    fid = h5f.open(name, flags, fapl=fapl)\n"
+            "OSError: Unable to open file (unable to open file: name = '/data/graph/emb_0.v3.h5', errno = 2, "
+            "error message = 'No such file or directory', flags = 0, o_flags = 0)\n")
+    result = diagnose_text(tmp_path, text)
+    assert (result.category, result.fixes[0]["kind"]) == ("storage", "fix_path")

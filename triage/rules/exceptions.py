@@ -615,6 +615,10 @@ def _explain(
     if exception == "OSError" and message.lstrip().startswith("[Errno 22]"):
         # EINVAL from the OS on a file: a truncated or sparse file, a name the filesystem refuses
         return "storage", ["fix_path"], 0.4, "the operating system refused an operation on a file (EINVAL)"
+    if exception == "OSError" and _NO_SUCH_FILE.search(message) and not _loads_checkpoint(message, frames):
+        # a library's own OSError for a missing file (h5py/HDF5: "unable to open file ... errno = 2, error
+        # message = 'No such file or directory'"): the path, as a FileNotFoundError would be
+        return "storage", ["fix_path"], 0.45, "a file the job opens does not exist at its path"
     if exception == "OSError" and message.lstrip().startswith("[Errno 36]"):
         # ENAMETOOLONG: a path the job built grew past the filesystem's 255-byte name limit
         return "storage", ["fix_path"], 0.5, "a file name longer than the filesystem allows (ENAMETOOLONG)"
@@ -1008,6 +1012,7 @@ _COLLATE_FOUND_OBJECT = re.compile(r"default_collate: batch must contain .{0,80}
 
 
 _TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
+_NO_SUCH_FILE = re.compile(r"errno = 2\b|No such file or directory")
 _MAKES_FOLDER = re.compile(r"\b(?:makedirs|mkdir)\(")
 
 # a library function that restores a run or a model from a checkpoint it reads

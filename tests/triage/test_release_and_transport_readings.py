@@ -114,3 +114,16 @@ def test_a_librarys_own_call_into_torch_refused_with_its_tensors_is_a_release_pa
     result = _run(tmp_path, text)
     assert result.category == "version_mismatch"
     assert result.fixes[0]["kind"] == "pin_versions"
+
+
+def test_peers_timing_out_on_the_id_rank_0_never_posted_is_a_collective_timeout(tmp_path):
+    # ranks 1-3 reach the first collective and wait in the store for rank 0's NCCL id while rank 0 is still
+    # mapping the dataset on the main process; the map's progress bar is not the failure
+    text = "Map (num_proc=16):  12%|#2        | 112000/930514 [09:41<1:10:49, 192.58 examples/s]\n"
+    for rank in (3, 1, 2):
+        text += (f"[rank{rank}]: RuntimeError: [{rank}] is setting up NCCL communicator and retrieving ncclUniqueId "
+                 "from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n")
+    result = _run(tmp_path, text, command="torchrun --nproc_per_node 4 fine_tune.py")
+    assert result.category == "nccl_timeout"
+    assert result.root_cause.exception == "RuntimeError"
+    assert result.fixes[0]["kind"] == "increase_timeout"

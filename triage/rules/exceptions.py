@@ -238,9 +238,10 @@ _KEYWORDS: list[tuple[str, list[str], float, re.Pattern]] = [
          # a server the job starts beside the trainer (a vLLM generation server, a reward model) not reachable
          # at the host and port the trainer was given
          r"(?:server|endpoint|host)\b.{0,30}\b(?:can't|cannot|could not) be reached|is unreachable"),
-        # a rank waiting at communicator setup for an id another rank never posted: the job did not form
+        # a rank waiting at communicator setup for the id rank 0 posts when it reaches its first collective: rank 0
+        # was still busy (preparing the data on the main process), and the peers' wait ran out
         # (weak: when the rank that never posted raised something, that is the cause)
-        ("rendezvous", ["fix_rendezvous", "increase_timeout"], 0.3,
+        ("nccl_timeout", ["increase_timeout", "fix_code", "fix_rendezvous"], 0.3,
          r"ncclUniqueId|c10d key-value store|store->get|socket timeout"),
         ("storage", ["free_disk", "fix_path"], 0.5,
          r"no space left|disk quota|read-only file system|input/output error|errno 28|errno 122|"

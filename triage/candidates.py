@@ -213,6 +213,7 @@ def candidates(collected: Collected) -> list[Candidate]:
             # the process printed this exception and went on to fail differently later: it was caught
             candidate.weight *= HANDLED_FACTOR
     _demote_wrappers(out)
+    _workers_the_oom_killer_named(out, confirmations)
     for candidate in out:
         same = [
             hit
@@ -223,6 +224,28 @@ def candidates(collected: Collected) -> list[Candidate]:
             candidate.confirmations = same[:5]
             candidate.weight += CONFIRMED_BONUS
     return out
+
+
+_WORKER_PIDS = re.compile(r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\)")
+_OOM_KILLED_PID = re.compile(r"Killed process (\d{1,9})")
+
+
+def _workers_the_oom_killer_named(out: list[Candidate], confirmations: list[Hit]) -> None:
+    """A DataLoader worker killed by SIGKILL whose pid the kernel's OOM killer names: the host ran out of memory
+    and the killer picked the worker, so the host's memory is the failure (fewer workers first)."""
+    killed = {found.group(1) for hit in confirmations if hit.rule.id == "memory.kernel_oom_killer"
+              for found in _OOM_KILLED_PID.finditer(hit.text or "")}
+    if not killed:
+        return
+    for candidate in out:
+        if candidate.rule_id != "dataloader.worker_oom":
+            continue
+        worker = _WORKER_PIDS.search(candidate.text or "")
+        if worker and killed & {pid.strip() for pid in worker.group(1).split(",")}:
+            candidate.category = "host_oom"
+            candidate.fixes = ["reduce_dataloader_workers", "reduce_batch_size", "fix_config"]
+            candidate.summary = ("the kernel's OOM killer killed a DataLoader worker (its pid): the host ran out of "
+                                 "memory; fewer workers, smaller batches")
 
 
 BARE_FACTOR = 0.8  # an exception line printed without its traceback says less than a whole traceback

@@ -68,3 +68,21 @@ def test_a_memory_kill_in_a_job_that_offloads_to_host_ram_names_that_setting_fir
     first = result.fixes[0]
     assert first["kind"] == "fix_config"
     assert first["title"] == "Offload less to host RAM (or give each node more)"
+
+
+def test_a_worker_the_kernels_oom_killer_named_is_the_hosts_memory(tmp_path):
+    from tests.triage.triage_helpers import diagnose_text
+
+    worker = ("[rank5]: Traceback (most recent call last):\n"
+              '[rank5]:   File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/_utils/signal_handling.py", '
+              "line 66, in handler\n"
+              "[rank5]:     _error_if_any_worker_fails()\n"
+              "[rank5]: RuntimeError: DataLoader worker (pid 41327) is killed by signal: Killed.\n")
+    alone = diagnose_text(tmp_path, worker, name="alone.log")
+    assert alone.category == "dataloader_worker"
+    dmesg = ("$ dmesg -T | grep -i 'killed process'\n"
+             "[Fri Sep 17 14:21:51 2021] Out of memory: Killed process 41327 (python) total-vm:39104552kB, "
+             "anon-rss:9730112kB\n")
+    named = diagnose_text(tmp_path, worker + dmesg, name="named.log")
+    assert (named.category, named.failing_rank) == ("host_oom", 5)
+    assert named.fixes[0]["kind"] == "reduce_dataloader_workers"

@@ -321,7 +321,8 @@ def test_a_rank_waiting_for_the_communicator_id_yields_to_the_rank_that_never_po
     )
     alone = tmp_path / "alone.log"
     alone.write_text(waiting + "\n")
-    assert diagnose([alone]).category == "rendezvous"
+    # alone, it is a peer whose wait for rank 0's first collective ran out (rank 0 still busy): a timeout
+    assert diagnose([alone]).category == "nccl_timeout"
     both = tmp_path / "both.log"
     both.write_text(
         "[rank0]: Traceback (most recent call last):\n"

@@ -10,6 +10,9 @@ from triage.launchers import ncclinit
 from triage.rules.exceptions import library_file
 from triage.tracebacks import Traceback
 
+# "found at least two devices, cuda:1 and cuda:0": a process's own GPU beside the cuda:0 a module was pinned to
+_PINNED_TO_GPU0 = re.compile(r"same device.{0,80}?\bcuda:(?:([1-9]\d{0,2}) and cuda:0|0 and cuda:([1-9]\d{0,2}))\b")
+
 
 def _absent_from_barrier(collected: Collected, winner: Candidate) -> int | None:
     """The one rank of the world that no line shows waiting at the process group's start-up barrier."""
@@ -65,6 +68,13 @@ def first_failing_rank(
     by_pid = _rank_by_pid(collected, winner)
     if by_pid is not None:
         return by_pid, "the worker pid the error names, in the launcher's table of pids and world ranks"
+    if winner.rule_id == "config.devices_spread" and winner.category == "code_bug" and winner.rank is None:
+        pinned = _PINNED_TO_GPU0.search(winner.text or "")
+        if pinned:
+            # one process per GPU, and something the script pinned to cuda:0 met this process's own tensors on
+            # cuda:N: the process is local rank N (rank 0's own device is cuda:0, where nothing differs)
+            return int(pinned.group(1) or pinned.group(2)), ("the process whose own GPU the error names beside "
+                                                             "cuda:0, where the script pinned a module")
     if winner.rule_id == "rendezvous.port_in_use" and "deepspeed" in launcher.launchers and _own_store_server(winner):
         # (the DeepSpeed launcher's kill line names the last process it started, not the one that failed)
         return 0, ("the process that binds the job's store server is global rank 0 (its own "

@@ -704,3 +704,23 @@ def test_ranks_waiting_at_the_start_up_barrier_name_the_one_that_never_came(tmp_
     result = diagnose_text(tmp_path, text, command="accelerate launch --num_processes 8 train_lm.py")
     assert (result.category, result.failing_rank) == ("rendezvous", 0)
     assert result.fixes[0]["kind"] == "fix_config"
+
+
+def test_a_module_pinned_to_gpu0_meeting_a_ranks_own_gpu_names_that_rank(tmp_path):
+    # one process per GPU: rank 0's tensors are on cuda:0 anyway, so the process whose tensors on cuda:1 met the
+    # script's helper network left on cuda:0 is local rank 1
+    from tests.triage.triage_helpers import diagnose_text
+
+    text = ("Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+            "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+            "Traceback (most recent call last):\n"
+            '  File "/home/dd/depth/model.py", line 140, in training_step\n'
+            "    feats = self.pose_net(torch.cat([img, ref], 1))\n"
+            '  File "/home/dd/depth/pose_net.py", line 41, in forward\n'
+            "    out = self.encoder(x)\n"
+            '  File "/opt/venv/lib/python3.8/site-packages/torch/nn/modules/conv.py", line 443, in forward\n'
+            "    return self._conv_forward(input, self.weight, self.bias)\n"
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and "
+            "cuda:0! (when checking argument for argument weight in method wrapper_CUDA__cudnn_convolution)\n")
+    result = diagnose_text(tmp_path, text, command="python train.py --gpus 2 --strategy ddp")
+    assert (result.category, result.failing_rank) == ("code_bug", 1)

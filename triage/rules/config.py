@@ -11,17 +11,14 @@ _GLOBAL_RANK_DEVICE = re.compile(r"(?:set_device\(|device\(\s*f?[\"']cuda:?\{?|\
                                  r"\b(?:rank|global_rank|world_rank|SLURM_PROCID|RANK|get_rank\(\))\b", re.IGNORECASE)
 
 
-_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
-
-
 def _device_from_global_rank(frames: list[dict]):
     """The line that called torch picks the GPU by the global rank: on the second node rank 8 asks for GPU 8.
     In the script's own code, that line; in a library's (a trainer's DDP set-up), its release's."""
-    from triage.rules.exceptions import library_file
+    from triage.rules.exceptions import TORCH_FILE, library_file
 
     for frame in reversed(frames):
         path = str(frame.get("file", ""))
-        if _TORCH_FILE.search(path) or path.startswith("<"):
+        if TORCH_FILE.search(path) or path.startswith("<"):
             continue
         code = str(frame.get("code", ""))
         if not _GLOBAL_RANK_DEVICE.search(code) or "local" in code.lower():

@@ -824,7 +824,7 @@ def _explain(
     if exception == "ValueError" and raised_in_user_code and not _BUILTIN_VALUE_ERROR.search(message):
         # scripts validate their arguments with ValueError
         return "config_invalid", ["fix_config"], 0.25, "a ValueError raised by the script's own checks"
-    caller = next((frame for frame in reversed(frames) if not _TORCH_FILE.search(str(frame.get("file", "")))), None)
+    caller = next((frame for frame in reversed(frames) if not TORCH_FILE.search(str(frame.get("file", "")))), None)
     if exception == "RuntimeError" and caller is not None and user_frames and caller is not user_frames[-1] \
             and library_file(str(caller.get("file", ""))) and _TENSOR_TERMS.search(message) \
             and not str(caller.get("code", "")).lstrip().startswith("raise"):
@@ -1012,7 +1012,8 @@ _CHECKPOINT_FILES = re.compile(r"\.(?:pt|pth|bin|ckpt|safetensors)\b|checkpoint|
 _COLLATE_FOUND_OBJECT = re.compile(r"default_collate: batch must contain .{0,80}; found <class '[A-Za-z_]\w*\.[\w.]+'>")
 
 
-_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
+# a file of torch itself (its Python layers, its C extension wrappers)
+TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
 _NO_SUCH_FILE = re.compile(r"errno = 2\b|No such file or directory")
 _MAKES_FOLDER = re.compile(r"\b(?:makedirs|mkdir)\(")
 
